@@ -1,0 +1,252 @@
+"""Summaries, comparison and verdict: pure functions of measured trials.
+
+Epoch 1 (cold: every worker starts) and epochs 2..N (steady) are different
+quantities and are never averaged together; persistence changes the steady
+epochs. Steady epochs are pooled over trials.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from loaderprof.results import (
+    ArmSummary,
+    Comparison,
+    Ratio,
+    Stat,
+    TrialResult,
+    Verdict,
+)
+from loaderprof.units import fmt_bytes, fmt_seconds
+
+BOOTSTRAP_RESAMPLES = 4000
+NOISY_REL_IQR = 0.10
+
+
+def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
+    return [t for t in trials if t.epochs]
+
+
+def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
+    measured = _measured(trials)
+    cold = [t.epochs[0].wall_s for t in measured if t.epochs[0].epoch == 1]
+    steady = [e.wall_s for t in measured for e in t.epochs if e.epoch >= 2]
+    cold_fb = [
+        t.epochs[0].first_batch_s for t in measured
+        if t.epochs[0].epoch == 1 and t.epochs[0].first_batch_s is not None
+    ]
+    steady_fb = [
+        e.first_batch_s for t in measured for e in t.epochs
+        if e.epoch >= 2 and e.first_batch_s is not None
+    ]
+    sps = [e.samples_per_s for t in measured for e in t.epochs
+           if e.epoch >= 2 and e.samples_per_s is not None]
+    startup = [w.startup_s for t in measured for w in t.workers if w.startup_s is not None]
+
+    def mem(attr: str) -> Stat | None:
+        vals = [getattr(t.memory, attr) for t in measured]
+        return Stat.of([v for v in vals if v is not None])
+
+    return ArmSummary(
+        trials=len(measured),
+        cold_epoch_s=Stat.of(cold),
+        steady_epoch_s=Stat.of(steady),
+        first_batch_s=Stat.of(steady_fb),
+        cold_first_batch_s=Stat.of(cold_fb),
+        worker_startup_s=Stat.of(startup),
+        steady_samples_per_s=Stat.of(sps),
+        peak_total_pss_bytes=mem("peak_total_pss_bytes"),
+        peak_worker_uss_bytes=mem("peak_worker_uss_bytes"),
+        peak_workers_uss_bytes=mem("peak_workers_uss_bytes"),
+        idle_workers_uss_bytes=mem("idle_workers_uss_bytes"),
+        idle_workers_pss_bytes=mem("idle_workers_pss_bytes"),
+        workers_reused=workers_reused(measured),
+        worker_processes=sum(len(t.workers) for t in measured),
+    )
+
+
+def workers_reused(trials: Sequence[TrialResult]) -> bool | None:
+    """True: epochs 2..N ran on the workers of epoch 1. False: every epoch started
+    its own workers. None: neither (or nothing to tell from)."""
+    reused = fresh = True
+    seen_steady = False
+    for t in trials:
+        started_so_far: set[int] = set()
+        for e in t.epochs:
+            new, served = set(e.new_worker_pids), set(e.worker_pids)
+            if e.epoch >= 2:
+                seen_steady = True
+                if new or not served <= started_so_far:
+                    reused = False
+                if not new or not served <= new:
+                    fresh = False
+            started_so_far |= new
+    if not seen_steady:
+        return None
+    if reused and not fresh:
+        return True
+    if fresh and not reused:
+        return False
+    return None
+
+
+def bootstrap_ratio(a: Sequence[float], b: Sequence[float], seed: int) -> Ratio | None:
+    """median(a) / median(b) with a percentile bootstrap 95 % interval."""
+    if not a or not b:
+        return None
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    mb = float(np.median(xb))
+    if mb <= 0:
+        return None
+    value = float(np.median(xa)) / mb
+    rng = np.random.default_rng(seed)
+    ra = np.median(rng.choice(xa, size=(BOOTSTRAP_RESAMPLES, xa.size)), axis=1)
+    rb = np.median(rng.choice(xb, size=(BOOTSTRAP_RESAMPLES, xb.size)), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = ra / rb
+    ratios = ratios[np.isfinite(ratios)]
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return Ratio(value, float(lo), float(hi))
+
+
+def break_even_epochs(cold_extra_s: float, saved_per_epoch_s: float) -> int | None:
+    """Smallest epoch count N ≥ 2 at which cold_p + (N-1)·steady_p ≤ cold_np + (N-1)·steady_np."""
+    if saved_per_epoch_s <= 0:
+        return None
+    if cold_extra_s <= 0:
+        return 2
+    return 1 + max(1, math.ceil(cold_extra_s / saved_per_epoch_s))
+
+
+def compare(
+    persistent: Sequence[TrialResult],
+    non_persistent: Sequence[TrialResult],
+    p_sum: ArmSummary,
+    np_sum: ArmSummary,
+    *,
+    seed: int,
+    train_epochs: int,
+) -> Comparison:
+    def steady(trials: Sequence[TrialResult]) -> list[float]:
+        return [e.wall_s for t in _measured(trials) for e in t.epochs if e.epoch >= 2]
+
+    def cold(trials: Sequence[TrialResult]) -> list[float]:
+        return [t.epochs[0].wall_s for t in _measured(trials) if t.epochs[0].epoch == 1]
+
+    def first_batch(trials: Sequence[TrialResult]) -> list[float]:
+        return [e.first_batch_s for t in _measured(trials) for e in t.epochs
+                if e.epoch >= 2 and e.first_batch_s is not None]
+
+    saved = None
+    if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
+        saved = np_sum.steady_epoch_s.median - p_sum.steady_epoch_s.median
+    cold_extra = 0.0
+    if p_sum.cold_epoch_s and np_sum.cold_epoch_s:
+        cold_extra = p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median
+
+    def diff(a: Stat | None, b: Stat | None) -> int | None:
+        return None if a is None or b is None else int(a.median - b.median)
+
+    steady_ratio = bootstrap_ratio(steady(persistent), steady(non_persistent), seed)
+    # Break-even and totals only count a saving the interval supports.
+    significant = steady_ratio is not None and steady_ratio.ci_high < 1.0
+    be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
+    total = None
+    if saved is not None:
+        total = saved * (train_epochs - 1) - max(0.0, cold_extra)
+    return Comparison(
+        steady_epoch_ratio=steady_ratio,
+        cold_epoch_ratio=bootstrap_ratio(cold(persistent), cold(non_persistent), seed + 1),
+        first_batch_ratio=bootstrap_ratio(
+            first_batch(persistent), first_batch(non_persistent), seed + 2
+        ),
+        saved_s_per_epoch=saved,
+        extra_idle_memory_bytes=diff(p_sum.idle_workers_uss_bytes, np_sum.idle_workers_uss_bytes),
+        extra_peak_pss_bytes=diff(p_sum.peak_total_pss_bytes, np_sum.peak_total_pss_bytes),
+        break_even_epochs=be,
+        train_epochs=train_epochs,
+        saved_s_total=total,
+    )
+
+
+def _pct(ratio: float) -> str:
+    return f"{abs(1 - ratio) * 100:.0f} %"
+
+
+def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Verdict:
+    """enable: a significant saving of at least min_gain. keep_off: no significant
+    gain (or a loss) while persistence holds memory. neutral: anything else."""
+    r = comparison.steady_epoch_ratio
+    saved = comparison.saved_s_per_epoch
+    idle = p_sum.idle_workers_uss_bytes.median if p_sum.idle_workers_uss_bytes else None
+    extra = comparison.extra_idle_memory_bytes
+    memory_known = extra is not None
+    costs_memory = extra is not None and extra > 1024**2
+    mem_text = (
+        f"persistent workers hold {fmt_bytes(idle)} of private memory (USS) between epochs"
+        if idle is not None
+        else "memory was not sampled (--sample-interval 0), so its cost is unknown"
+    )
+    if r is None or saved is None:
+        return Verdict("neutral", "Not enough steady epochs were measured to decide.",
+                       ("need at least one steady epoch (epoch ≥ 2) in each arm",))
+    ci = f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}"
+    reasons: list[str] = []
+    if r.ci_high < 1.0 and r.value <= 1.0 - min_gain:
+        reasons.append(
+            f"steady epochs are {_pct(r.value)} faster with persistent workers ({ci}), "
+            f"saving {fmt_seconds(saved)} per epoch"
+        )
+        if comparison.break_even_epochs is not None:
+            reasons.append(f"it pays for itself from epoch {comparison.break_even_epochs} on")
+        if comparison.saved_s_total is not None:
+            reasons.append(
+                f"over {comparison.train_epochs} epochs that saves about "
+                f"{fmt_seconds(comparison.saved_s_total)}"
+            )
+        reasons.append(mem_text)
+        return Verdict(
+            "enable",
+            f"Enable persistent_workers: it saves {fmt_seconds(saved)} per epoch "
+            f"for {fmt_bytes(extra) if memory_known else 'an unmeasured amount of'} memory held "
+            "between epochs.",
+            tuple(reasons),
+        )
+    if r.ci_low > 1.0:
+        reasons.append(f"steady epochs are {_pct(r.value)} slower with persistent workers ({ci})")
+        reasons.append(mem_text)
+        return Verdict("keep_off", "Keep persistent_workers off: it makes steady epochs slower.",
+                       tuple(reasons))
+    if r.ci_high < 1.0:
+        reasons.append(
+            f"steady epochs are {_pct(r.value)} faster ({ci}), a real but small saving "
+            f"(below the {min_gain * 100:.0f} % worth enabling for)"
+        )
+        reasons.append(mem_text)
+        return Verdict("neutral", "Either way: persistence saves a little time "
+                       f"({fmt_seconds(saved)} per epoch).", tuple(reasons))
+    reasons.append(f"no significant difference in steady epoch time ({ci})")
+    reasons.append(mem_text)
+    if costs_memory:
+        return Verdict(
+            "keep_off",
+            f"Keep persistent_workers off: it holds {fmt_bytes(extra)} between epochs "
+            "for no measurable gain.",
+            tuple(reasons),
+        )
+    return Verdict("neutral", "Either way: persistence changes neither time nor memory measurably.",
+                   tuple(reasons))
+
+
+def noise_warnings(name: str, s: ArmSummary) -> list[str]:
+    out = []
+    for label, stat in (("steady epoch", s.steady_epoch_s), ("cold epoch", s.cold_epoch_s)):
+        if stat is not None and stat.n >= 3 and stat.rel_iqr > NOISY_REL_IQR:
+            out.append(
+                f"{name}: {label} times are noisy (IQR {stat.rel_iqr * 100:.0f} % of the median, "
+                f"n={stat.n}); more --epochs or --trials would tighten the comparison"
+            )
+    return out

@@ -1,0 +1,226 @@
+"""Turn one trial's raw events and memory samples into a TrialResult.
+
+Pure: no processes, no clocks, no I/O, so the bookkeeping is unit-tested on
+synthetic events. Epochs are windows [epoch_start, epoch_end] on the shared
+monotonic clock; a worker batch belongs to the epoch whose window holds its
+stamp. That is exact: a persistent worker does not prefetch epoch k+1 before
+`iter()` resumes it, and a non-persistent worker only lives in its epoch.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from loaderprof.results import (
+    EpochResult,
+    ProcessTimeline,
+    Setup,
+    TrialError,
+    TrialMemory,
+    TrialResult,
+    WorkerResult,
+)
+from loaderprof.sampler import Sample
+
+NS = 1e9
+
+
+def assemble_trial(
+    *,
+    arm: str,
+    index: int,
+    t0_ns: int,
+    t_end_ns: int,
+    main_pid: int,
+    returncode: int | None,
+    events: Sequence[Mapping[str, Any]],
+    samples: Sequence[Sample],
+    gone_ns: Mapping[int, int] | None = None,
+    error: TrialError | None = None,
+) -> TrialResult:
+    def rel(t: int | None) -> float | None:
+        return None if t is None else (t - t0_ns) / NS
+
+    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in events:
+        by_kind[ev["ev"]].append(ev)
+
+    def first_t(kind: str) -> int | None:
+        evs = by_kind.get(kind)
+        return evs[0]["t"] if evs else None
+
+    setup = Setup(rel(first_t("imported")), rel(first_t("dataset_built")), rel(first_t("loader_built")))
+
+    # Epoch windows; an epoch without an end (failure) is not a measured epoch.
+    starts = {ev["epoch"]: ev["t"] for ev in by_kind["epoch_start"]}
+    ends = {ev["epoch"]: ev for ev in by_kind["epoch_end"]}
+    first_batches = {ev["epoch"]: ev["t"] for ev in by_kind["first_batch"]}
+    windows = [(e, starts[e], ends[e]["t"]) for e in sorted(ends) if e in starts]
+    open_epochs = [(e, starts[e]) for e in sorted(starts) if e not in ends]
+
+    def epoch_of(t: int) -> int | None:
+        for e, lo, hi in windows:
+            if lo <= t <= hi:
+                return e
+        for e, lo in open_epochs:
+            if t >= lo:
+                return e
+        return None
+
+    batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    batches_by_pid: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in by_kind["batch"]:
+        batches_by_pid[ev["pid"]].append(ev)
+        e = epoch_of(ev["t"])
+        if e is not None:
+            batches_by_epoch[e].append(ev)
+
+    inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
+    readies = {ev["pid"]: ev["t"] for ev in by_kind["worker_ready"]}
+    exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
+    gone = dict(gone_ns or {})
+
+    new_by_epoch: dict[int, list[int]] = defaultdict(list)
+    for pid, ev in inits.items():
+        e = epoch_of(ev["t"])
+        if e is not None:
+            new_by_epoch[e].append(pid)
+
+    epochs = []
+    for e, lo, hi in windows:
+        bevs = batches_by_epoch.get(e, [])
+        n_samples = sum(int(b.get("n", 0)) for b in bevs)
+        wall = (hi - lo) / NS
+        fb = first_batches.get(e)
+        epochs.append(
+            EpochResult(
+                epoch=e,
+                start_s=(lo - t0_ns) / NS,
+                wall_s=wall,
+                first_batch_s=None if fb is None else (fb - lo) / NS,
+                batches=int(ends[e].get("batches", 0)),
+                samples=n_samples,
+                samples_per_s=n_samples / wall if wall > 0 else None,
+                worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
+                new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
+            )
+        )
+
+    per_pid = _per_process(samples)
+    workers = []
+    for pid, ev in sorted(inits.items(), key=lambda kv: (kv[1]["t"], kv[1]["worker_id"])):
+        bevs = batches_by_pid.get(pid, [])
+        served = [epoch_of(b["t"]) for b in bevs]
+        first_epoch = epoch_of(ev["t"])
+        if first_epoch is None:
+            known = [s for s in served if s is not None]
+            first_epoch = min(known) if known else None
+        series = per_pid.get(pid)
+        exited = exits.get(pid, gone.get(pid))
+        workers.append(
+            WorkerResult(
+                pid=pid,
+                worker_id=int(ev["worker_id"]),
+                first_epoch=first_epoch,
+                started_s=rel(ev.get("proc_start")),
+                init_start_s=(ev["t"] - t0_ns) / NS,
+                ready_s=rel(readies.get(pid)),
+                first_batch_s=rel(min(b["t"] for b in bevs)) if bevs else None,
+                exited_s=rel(exited),
+                batches=len(bevs),
+                samples=sum(int(b.get("n", 0)) for b in bevs),
+                peak_rss_bytes=max(s.rss for s in series) if series else None,
+                peak_uss_bytes=max(s.uss for s in series) if series else None,
+                peak_pss_bytes=max(s.pss for s in series) if series else None,
+            )
+        )
+
+    worker_pids = set(inits)
+    worker_ids = {pid: int(ev["worker_id"]) for pid, ev in inits.items()}
+    idle_windows = _idle_windows(by_kind)
+    memory = _memory(samples, per_pid, main_pid, worker_pids, idle_windows)
+    timeline = tuple(
+        ProcessTimeline(
+            pid=pid,
+            role="main" if pid == main_pid else ("worker" if pid in worker_pids else "other"),
+            worker_id=worker_ids.get(pid),
+            t_s=tuple(round((s.t_ns - t0_ns) / NS, 6) for s in series),
+            rss_bytes=tuple(s.rss for s in series),
+            uss_bytes=tuple(s.uss for s in series),
+            pss_bytes=tuple(s.pss for s in series),
+        )
+        for pid, series in sorted(per_pid.items())
+    )
+    complete = error is None and "trial_end" in by_kind and returncode == 0
+    return TrialResult(
+        arm=arm,
+        index=index,
+        complete=complete,
+        wall_s=(t_end_ns - t0_ns) / NS,
+        returncode=returncode,
+        setup=setup,
+        epochs=tuple(epochs),
+        workers=tuple(workers),
+        memory=memory,
+        timeline=timeline,
+        main_pid=main_pid,
+        warnings=tuple(str(ev.get("message", "")) for ev in by_kind["warning"]),
+        error=error,
+    )
+
+
+def _per_process(samples: Iterable[Sample]) -> dict[int, list[Sample]]:
+    out: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        out[s.pid].append(s)
+    return out
+
+
+def _idle_windows(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> list[tuple[int, int]]:
+    ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("idle_end", [])}
+    return [
+        (ev["t"], ends[ev["epoch"]]) for ev in by_kind.get("idle_start", []) if ev["epoch"] in ends
+    ]
+
+
+def _memory(
+    samples: Sequence[Sample],
+    per_pid: Mapping[int, list[Sample]],
+    main_pid: int,
+    worker_pids: set[int],
+    idle_windows: Sequence[tuple[int, int]],
+) -> TrialMemory:
+    if not samples:
+        return TrialMemory(None, None, None, None, None, None, None, None, 0)
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    total_pss = max(sum(s.pss for s in group) for group in ticks.values())
+    workers_uss = max(
+        (sum(s.uss for s in group if s.pid in worker_pids) for group in ticks.values()), default=0
+    )
+    worker_peaks = [max(s.uss for s in per_pid[p]) for p in worker_pids if p in per_pid]
+
+    idle_uss: list[int] = []
+    idle_pss: list[int] = []
+    for lo, hi in idle_windows:
+        in_window = [g for g in ticks.values() if lo <= g[0].t_ns <= hi]
+        if not in_window:
+            continue
+        idle_uss.append(max(sum(s.uss for s in g if s.pid in worker_pids) for g in in_window))
+        idle_pss.append(max(sum(s.pss for s in g if s.pid in worker_pids) for g in in_window))
+    main = per_pid.get(main_pid, [])
+    return TrialMemory(
+        peak_total_pss_bytes=total_pss,
+        peak_workers_uss_bytes=workers_uss,
+        peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
+        idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
+        idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,
+        peak_main_uss_bytes=max((s.uss for s in main), default=None),
+        peak_main_pss_bytes=max((s.pss for s in main), default=None),
+        peak_main_rss_bytes=max((s.rss for s in main), default=None),
+        samples=len(ticks),
+    )

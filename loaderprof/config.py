@@ -1,0 +1,232 @@
+"""Run configuration: defaults < TOML config file < command-line flags.
+
+`RunConfig` is frozen and validated once, here; everything downstream may
+trust it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from loaderprof.errors import UsageError
+from loaderprof.spec import ObjectRef
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+MP_CONTEXTS = ("fork", "spawn", "forkserver")
+
+
+@dataclass(frozen=True)
+class LoaderOptions:
+    """What is passed through to `torch.utils.data.DataLoader`."""
+
+    num_workers: int = 2
+    # None disables automatic batching (the dataset yields whole batches).
+    batch_size: int | None = 32
+    prefetch_factor: int | None = None
+    pin_memory: bool = False
+    # None: the platform's default start method.
+    mp_context: str | None = None
+    shuffle: bool | None = None
+    drop_last: bool = False
+    timeout: float = 0.0
+    collate_fn: str | None = None
+    worker_init_fn: str | None = None
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str
+    dataset_args: Mapping[str, Any] = field(default_factory=dict)
+    loader: LoaderOptions = field(default_factory=LoaderOptions)
+    epochs: int = 5
+    trials: int = 1
+    seed: int = 0
+    # Simulated per-batch training step in the main process (sleep: the
+    # accelerator computes while the CPU is free for the workers).
+    step_ms: float = 0.0
+    sample_interval_ms: float = 50.0
+    # Pause after each epoch (outside epoch timing) so the sampler sees what
+    # workers hold between epochs; None means 3 sample intervals.
+    idle_ms: float | None = None
+    trial_timeout_s: float = 900.0
+    # Smallest steady-epoch speed-up worth enabling persistence for.
+    min_gain: float = 0.05
+
+    @property
+    def effective_idle_ms(self) -> float:
+        if self.idle_ms is not None:
+            return self.idle_ms
+        return 3 * self.sample_interval_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["dataset_args"] = dict(self.dataset_args)
+        d["idle_ms"] = self.effective_idle_ms
+        return d
+
+
+_LOADER_KEYS = {f.name for f in fields(LoaderOptions)}
+_RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
+# Keys a TOML file may use; `args` is the table of dataset keyword arguments.
+CONFIG_KEYS = frozenset(_LOADER_KEYS | _RUN_KEYS | {"args"})
+
+_INT_KEYS = {"num_workers", "prefetch_factor", "epochs", "trials", "seed"}
+_FLOAT_KEYS = {"timeout", "step_ms", "sample_interval_ms", "idle_ms", "trial_timeout_s", "min_gain"}
+_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last"}
+_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn"}
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a loaderprof TOML file, or the `[tool.loaderprof]` table of a pyproject.toml."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"config file not found: {p}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {p}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {p} is not valid TOML: {exc}") from None
+    if p.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        data = tool.get("loaderprof", {}) if isinstance(tool, dict) else {}
+        if not data:
+            raise UsageError(f"{p} has no [tool.loaderprof] table")
+    normalized: dict[str, Any] = {}
+    for key, value in data.items():
+        norm = key.replace("-", "_")
+        if norm not in CONFIG_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(norm, sorted(CONFIG_KEYS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown key {key!r} in config file {p}{hint}")
+        normalized[norm] = value
+    if "args" in normalized and not isinstance(normalized["args"], dict):
+        raise UsageError(f"'args' in config file {p} must be a table of keyword arguments")
+    return normalized
+
+
+def _check_type(key: str, value: Any, source: str) -> Any:
+    def bad(kind: str) -> UsageError:
+        return UsageError(f"{key} in {source} must be {kind}, got {value!r}")
+
+    if value is None:
+        return None
+    if key in _INT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+    elif key in _FLOAT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        value = float(value)
+    elif key in _BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif key in _STR_KEYS:
+        if not isinstance(value, str):
+            raise bad("a string")
+    elif key == "batch_size":
+        if isinstance(value, str) and value.strip().lower() == "none":
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer or 'none'")
+    return value
+
+
+def build_config(
+    flags: Mapping[str, Any],
+    file_values: Mapping[str, Any] | None = None,
+    *,
+    file_name: str = "config file",
+) -> RunConfig:
+    """Merge defaults, file values and flags (flags whose value is None were not given)."""
+    merged: dict[str, Any] = {}
+    for key, value in (file_values or {}).items():
+        if key == "args":
+            continue
+        merged[key] = _check_type(key, value, file_name)
+    for key, value in flags.items():
+        if key in ("args",):
+            continue
+        if value is not None:
+            merged[key] = _check_type(key, value, "the command line")
+    args: dict[str, Any] = dict((file_values or {}).get("args", {}))
+    args.update(flags.get("args") or {})
+
+    dataset = merged.pop("dataset", None)
+    if not dataset:
+        raise UsageError("no dataset given: pass DATASET (module:attr) or set 'dataset' in --config")
+    loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
+    unknown = set(merged) - _RUN_KEYS
+    if unknown:
+        raise UsageError(f"unknown option(s): {', '.join(sorted(unknown))}")
+    cfg = RunConfig(
+        dataset=dataset, dataset_args=args, loader=LoaderOptions(**loader_kwargs), **merged
+    )
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: RunConfig) -> None:
+    ObjectRef.parse(cfg.dataset, what="dataset")
+    lo = cfg.loader
+    if lo.num_workers < 1:
+        raise UsageError(
+            f"--num-workers {lo.num_workers}: persistent_workers needs worker processes "
+            "(num_workers > 0); num_workers=0 loads in the main process and is meant for "
+            "debugging, so there is nothing to compare"
+        )
+    if lo.batch_size is not None and lo.batch_size < 1:
+        raise UsageError(f"--batch-size must be ≥ 1 (or 'none'), got {lo.batch_size}")
+    if lo.prefetch_factor is not None and lo.prefetch_factor < 1:
+        raise UsageError(f"--prefetch-factor must be ≥ 1, got {lo.prefetch_factor}")
+    if lo.mp_context is not None:
+        if lo.mp_context not in MP_CONTEXTS:
+            raise UsageError(
+                f"unknown --mp-context {lo.mp_context!r}: choose one of {', '.join(MP_CONTEXTS)}"
+            )
+        available = multiprocessing.get_all_start_methods()
+        if lo.mp_context not in available:
+            raise UsageError(
+                f"--mp-context {lo.mp_context} is not available on this platform "
+                f"(available: {', '.join(available)})"
+            )
+    if lo.timeout < 0:
+        raise UsageError(f"--timeout must be ≥ 0, got {lo.timeout}")
+    for what, ref in (("collate_fn", lo.collate_fn), ("worker_init_fn", lo.worker_init_fn)):
+        if ref is not None:
+            ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
+    if cfg.epochs < 2:
+        raise UsageError(
+            f"--epochs {cfg.epochs}: need at least 2, since epoch 1 is cold in both arms and "
+            "persistence only changes epochs 2..N"
+        )
+    if cfg.trials < 1:
+        raise UsageError(f"--trials must be ≥ 1, got {cfg.trials}")
+    if cfg.step_ms < 0:
+        raise UsageError(f"--step-ms must be ≥ 0, got {cfg.step_ms}")
+    if cfg.sample_interval_ms < 0:
+        raise UsageError(f"--sample-interval must be ≥ 0 ms (0 turns sampling off), got {cfg.sample_interval_ms}")
+    if 0 < cfg.sample_interval_ms < 5:
+        raise UsageError(
+            f"--sample-interval {cfg.sample_interval_ms:g} ms is too fast to measure honestly "
+            "(each sample reads /proc for every process); use ≥ 5 ms or 0 to turn sampling off"
+        )
+    if cfg.idle_ms is not None and cfg.idle_ms < 0:
+        raise UsageError(f"--idle-ms must be ≥ 0, got {cfg.idle_ms}")
+    if cfg.trial_timeout_s <= 0:
+        raise UsageError(f"--trial-timeout must be > 0 seconds, got {cfg.trial_timeout_s}")
+    if not 0 <= cfg.min_gain < 1:
+        raise UsageError(f"--min-gain must be in [0, 1), got {cfg.min_gain}")

@@ -1,0 +1,1 @@
+"""Reporters: each one a pure function of a Report."""

@@ -1,0 +1,291 @@
+"""Typed, frozen results and their JSON form (schema_version 1).
+
+The JSON produced from these classes is a public contract: field names are
+stable, new fields may be added. Times are seconds from the trial start (the
+moment the parent launched the trial process); memory is bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+SCHEMA_VERSION = 1
+ARMS = ("persistent", "non_persistent")
+Recommendation = Literal["enable", "keep_off", "neutral"]
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A median with its spread; quartiles by linear interpolation."""
+
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    n: int
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def rel_iqr(self) -> float:
+        return self.iqr / self.median if self.median else math.inf
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat | None:
+        vals = sorted(float(v) for v in values)
+        if not vals:
+            return None
+        if len(vals) == 1:
+            v = vals[0]
+            return cls(v, v, v, v, v, 1)
+        q1, _, q3 = statistics.quantiles(vals, n=4, method="inclusive")
+        return cls(statistics.median(vals), q1, q3, vals[0], vals[-1], len(vals))
+
+
+@dataclass(frozen=True)
+class EpochResult:
+    epoch: int
+    start_s: float
+    wall_s: float
+    # From the iter() call to the first batch in the main process.
+    first_batch_s: float | None
+    batches: int
+    samples: int
+    samples_per_s: float | None
+    # Workers that produced at least one batch in this epoch.
+    worker_pids: tuple[int, ...]
+    # Workers whose process was started during this epoch.
+    new_worker_pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    pid: int
+    worker_id: int
+    first_epoch: int | None
+    # Process start (from /proc, ~10 ms resolution), init probe entry, init done.
+    started_s: float | None
+    init_start_s: float
+    ready_s: float | None
+    first_batch_s: float | None
+    exited_s: float | None
+    batches: int
+    samples: int
+    peak_rss_bytes: int | None
+    peak_uss_bytes: int | None
+    peak_pss_bytes: int | None
+
+    @property
+    def startup_s(self) -> float | None:
+        """Process start to ready (includes unpickling under spawn, worker_init_fn)."""
+        if self.ready_s is None:
+            return None
+        base = self.started_s if self.started_s is not None else self.init_start_s
+        return self.ready_s - base
+
+
+@dataclass(frozen=True)
+class ProcessTimeline:
+    pid: int
+    role: Literal["main", "worker", "other"]
+    worker_id: int | None
+    t_s: tuple[float, ...]
+    rss_bytes: tuple[int, ...]
+    uss_bytes: tuple[int, ...]
+    pss_bytes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TrialMemory:
+    """None everywhere when sampling was off."""
+
+    # Max over sampling ticks of the PSS summed over the whole process tree.
+    peak_total_pss_bytes: int | None
+    # Max over ticks of the USS summed over the workers alive at that tick.
+    peak_workers_uss_bytes: int | None
+    # Largest single-worker peak USS.
+    peak_worker_uss_bytes: int | None
+    # USS (and PSS) the workers hold between epochs: per pause, the largest
+    # tick sum; then the median over pauses. Zero when workers are gone.
+    idle_workers_uss_bytes: int | None
+    idle_workers_pss_bytes: int | None
+    peak_main_uss_bytes: int | None
+    peak_main_pss_bytes: int | None
+    peak_main_rss_bytes: int | None
+    samples: int
+
+
+@dataclass(frozen=True)
+class TrialError:
+    category: Literal["usage", "run", "interrupted"]
+    kind: str
+    message: str
+    epoch: int | None = None
+    worker_id: int | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    imported_s: float | None
+    dataset_built_s: float | None
+    loader_built_s: float | None
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    arm: str
+    index: int
+    complete: bool
+    wall_s: float
+    returncode: int | None
+    setup: Setup
+    epochs: tuple[EpochResult, ...]
+    workers: tuple[WorkerResult, ...]
+    memory: TrialMemory
+    timeline: tuple[ProcessTimeline, ...]
+    main_pid: int
+    warnings: tuple[str, ...] = ()
+    error: TrialError | None = None
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    trials: int
+    cold_epoch_s: Stat | None
+    steady_epoch_s: Stat | None
+    # Time to first batch of steady epochs; the cold epoch's is separate.
+    first_batch_s: Stat | None
+    cold_first_batch_s: Stat | None
+    worker_startup_s: Stat | None
+    steady_samples_per_s: Stat | None
+    peak_total_pss_bytes: Stat | None
+    peak_worker_uss_bytes: Stat | None
+    peak_workers_uss_bytes: Stat | None
+    idle_workers_uss_bytes: Stat | None
+    idle_workers_pss_bytes: Stat | None
+    # True: every epoch of every trial was served by the same worker PIDs.
+    # False: every epoch had a fresh set. None: could not tell.
+    workers_reused: bool | None
+    worker_processes: int
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    name: str
+    persistent: bool
+    trials: tuple[TrialResult, ...]
+    summary: ArmSummary
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """persistent / non_persistent, with a seeded bootstrap 95 % interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    steady_epoch_ratio: Ratio | None
+    cold_epoch_ratio: Ratio | None
+    first_batch_ratio: Ratio | None
+    # non_persistent minus persistent median steady epoch (positive: saved).
+    saved_s_per_epoch: float | None
+    # persistent minus non_persistent median idle worker USS.
+    extra_idle_memory_bytes: int | None
+    extra_peak_pss_bytes: int | None
+    # Smallest epoch count at which persistence has paid back any extra cost
+    # of its cold epoch; None when it never does.
+    break_even_epochs: int | None
+    train_epochs: int
+    saved_s_total: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    recommendation: Recommendation
+    headline: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    schema_version: int
+    tool: Mapping[str, str]
+    environment: Mapping[str, Any]
+    config: Mapping[str, Any]
+    arms: Mapping[str, ArmResult]
+    comparison: Comparison | None
+    verdict: Verdict | None
+    complete: bool
+    warnings: tuple[str, ...] = ()
+    errors: tuple[TrialError, ...] = ()
+    created: str = ""
+    wall_s: float = 0.0
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+# -- (de)serialization -------------------------------------------------------
+
+def to_dict(obj: Any) -> Any:
+    """Plain JSON-ready data; properties such as Stat.iqr are added for readers."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        if isinstance(obj, Stat):
+            out["iqr"] = obj.iqr
+        return out
+    if isinstance(obj, Mapping):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+T = TypeVar("T")
+
+
+def from_dict(cls: type[T], data: Any) -> T:
+    """Rebuild a result dataclass from `to_dict` output (unknown keys ignored)."""
+    return typing.cast(T, _convert(cls, data))
+
+
+def _convert(tp: Any, data: Any) -> Any:
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        if data is None:
+            return None
+        inner = [a for a in get_args(tp) if a is not type(None)]
+        return _convert(inner[0], data)
+    if origin is Literal:
+        return data
+    if origin in (tuple, Sequence):
+        (item, *_) = get_args(tp)
+        return tuple(_convert(item, v) for v in data)
+    if origin in (dict, Mapping):
+        _, value_tp = get_args(tp)
+        return {k: _convert(value_tp, v) for k, v in data.items()}
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = _convert(hints[f.name], data[f.name])
+        return tp(**kwargs)
+    if tp is float and isinstance(data, int):
+        return float(data)
+    return data

@@ -1,0 +1,213 @@
+"""Run one trial in a fresh child process and watch it from outside.
+
+Each trial is a new interpreter (`python -m loaderprof.trial`), not a fork of
+this one, so one arm's leftovers (memory, allocator state, live workers,
+imported modules) cannot bias the other. The child leads its own process
+session; every process of the trial (workers, forkserver, resource tracker)
+inherits its process group, so one `killpg` ends them all and none is left
+behind, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loaderprof.assemble import assemble_trial
+from loaderprof.config import RunConfig
+from loaderprof.events import EventReader
+from loaderprof.results import TrialError, TrialResult
+from loaderprof.sampler import TreeSampler
+from loaderprof.spec import ObjectRef
+
+EventCallback = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    arm: str
+    persistent: bool
+    index: int
+
+
+def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
+    """PYTHONPATH for the trial child, inherited by spawn/forkserver workers.
+
+    The forkserver process is started without the parent's sys.path, so the
+    current directory and the directories of `file.py:attr` references must
+    travel through the environment.
+    """
+    entries = [cwd]
+    refs = [cfg.dataset, cfg.loader.collate_fn, cfg.loader.worker_init_fn]
+    for text in refs:
+        if text:
+            ref = ObjectRef.parse(text)
+            if ref.search_dir:
+                entries.append(ref.search_dir)
+    existing = os.environ.get("PYTHONPATH")
+    if existing:
+        entries.append(existing)
+    return os.pathsep.join(dict.fromkeys(entries))
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return text[-limit:]
+
+
+def run_trial(
+    cfg: RunConfig,
+    plan: TrialPlan,
+    workdir: Path,
+    *,
+    on_event: EventCallback | None = None,
+) -> TrialResult:
+    tag = f"{plan.index:02d}-{plan.arm}"
+    events_path = workdir / f"{tag}.events.jsonl"
+    plan_path = workdir / f"{tag}.plan.json"
+    stdout_path = workdir / f"{tag}.stdout.log"
+    stderr_path = workdir / f"{tag}.stderr.log"
+    plan_path.write_text(
+        json.dumps(
+            {
+                "events_path": str(events_path),
+                "persistent": plan.persistent,
+                "config": cfg.to_dict(),
+            }
+        )
+    )
+    cwd = os.getcwd()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = child_pythonpath(cfg, cwd)
+    # Output from the user's code goes to the logs, not over the tables.
+    env.setdefault("PYTHONUNBUFFERED", "1")
+
+    reader = EventReader(str(events_path))
+    collected: list[Mapping[str, Any]] = []
+    sampler: TreeSampler | None = None
+    interrupted: BaseException | None = None
+    timed_out = False
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        t0 = time.monotonic_ns()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loaderprof.trial", str(plan_path)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        try:
+            if cfg.sample_interval_ms > 0:
+                sampler = TreeSampler(proc.pid, cfg.sample_interval_ms / 1000)
+                sampler.start()
+            deadline = time.monotonic() + cfg.trial_timeout_s
+            while proc.poll() is None:
+                for ev in reader.read_new():
+                    collected.append(ev)
+                    if on_event is not None:
+                        on_event(ev)
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+                time.sleep(0.05)
+        except BaseException as exc:  # KeyboardInterrupt / our signal exception
+            interrupted = exc
+        finally:
+            t_end = time.monotonic_ns()
+            if sampler is not None:
+                sampler.stop()
+            _kill_group(proc.pid)
+            proc.wait()
+    for ev in reader.read_new():
+        collected.append(ev)
+        if on_event is not None:
+            on_event(ev)
+
+    error = _trial_error(collected, proc.returncode, timed_out, interrupted, cfg, stderr_path)
+    result = assemble_trial(
+        arm=plan.arm,
+        index=plan.index,
+        t0_ns=t0,
+        t_end_ns=t_end,
+        main_pid=proc.pid,
+        returncode=proc.returncode,
+        events=collected,
+        samples=sampler.samples if sampler else [],
+        gone_ns=sampler.gone_ns if sampler else None,
+        error=error,
+    )
+    if interrupted is not None:
+        # Hand the partial trial to the scheduler with the interrupt.
+        raise TrialInterrupted(result) from interrupted
+    return result
+
+
+class TrialInterrupted(Exception):
+    def __init__(self, partial: TrialResult) -> None:
+        super().__init__("trial interrupted")
+        self.partial = partial
+
+
+def _trial_error(
+    events: list[Mapping[str, Any]],
+    returncode: int | None,
+    timed_out: bool,
+    interrupted: BaseException | None,
+    cfg: RunConfig,
+    stderr_path: Path,
+) -> TrialError | None:
+    if interrupted is not None:
+        return TrialError("interrupted", "interrupted", "stopped by an interrupt")
+    last_epoch = max((ev["epoch"] for ev in events if ev["ev"] == "epoch_start"), default=None)
+    if timed_out:
+        return TrialError(
+            "run",
+            "timeout",
+            f"trial did not finish within --trial-timeout {cfg.trial_timeout_s:g} s"
+            + (f" (stalled in epoch {last_epoch})" if last_epoch else ""),
+            epoch=last_epoch,
+        )
+    for ev in events:
+        if ev["ev"] == "error":
+            return TrialError(
+                category=ev.get("category", "run"),
+                kind=ev.get("kind", "error"),
+                message=ev.get("message", "unknown error"),
+                epoch=ev.get("epoch"),
+                worker_id=ev.get("worker_id"),
+                detail=ev.get("detail"),
+            )
+    if returncode == 0 and any(ev["ev"] == "trial_end" for ev in events):
+        return None
+    if returncode is not None and returncode < 0:
+        how = f"was killed by {signal.Signals(-returncode).name}"
+    else:
+        how = f"exited with status {returncode}"
+    where = f" in epoch {last_epoch}" if last_epoch else ""
+    return TrialError(
+        "run",
+        "child_crashed",
+        f"the trial process {how}{where} before it finished",
+        epoch=last_epoch,
+        detail=_tail(stderr_path),
+    )

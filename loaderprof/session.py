@@ -1,0 +1,167 @@
+"""One `compare` run: schedule the trials, then analyse them into a Report."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loaderprof import __version__
+from loaderprof.config import RunConfig
+from loaderprof.results import (
+    ARMS,
+    SCHEMA_VERSION,
+    ArmResult,
+    Report,
+    TrialError,
+    TrialResult,
+)
+from loaderprof.scheduler import ProgressCallback, run_schedule
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _cgroup_memory_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = f.read().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 1 << 60:
+            return int(raw)
+        return None
+    return None
+
+
+def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    import psutil
+
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
+        "load_average": load,
+        "torch": (imported or {}).get("torch"),
+        "start_method": (imported or {}).get("start_method"),
+        "accelerator": (imported or {}).get("accelerator"),
+        "executable": sys.executable,
+    }
+
+
+def build_report(
+    cfg: RunConfig,
+    trials: Sequence[TrialResult],
+    *,
+    imported: Mapping[str, Any] | None,
+    train_epochs: int | None = None,
+    extra_errors: Sequence[TrialError] = (),
+    interrupted: bool = False,
+    wall_s: float = 0.0,
+    created: str | None = None,
+) -> Report:
+    from loaderprof import analysis
+
+    arms: dict[str, ArmResult] = {}
+    for name in ARMS:
+        arm_trials = tuple(t for t in trials if t.arm == name)
+        arms[name] = ArmResult(
+            name=name,
+            persistent=name == "persistent",
+            trials=arm_trials,
+            summary=analysis.summarize_arm(arm_trials),
+        )
+    p, n = arms["persistent"], arms["non_persistent"]
+    errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
+    complete = (
+        not errors
+        and not interrupted
+        and all(len(a.trials) == cfg.trials and all(t.complete for t in a.trials)
+                for a in arms.values())
+    )
+    comparison = verdict = None
+    warnings: list[str] = []
+    for t in trials:
+        warnings.extend(w for w in t.warnings if w not in warnings)
+    if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
+        comparison = analysis.compare(
+            p.trials, n.trials, p.summary, n.summary,
+            seed=cfg.seed, train_epochs=train_epochs or cfg.epochs,
+        )
+        verdict = analysis.verdict(comparison, p.summary, min_gain=cfg.min_gain)
+        for name, arm in arms.items():
+            warnings.extend(analysis.noise_warnings(name, arm.summary))
+        if p.summary.workers_reused is False or p.summary.workers_reused is None:
+            warnings.append("persistent arm did not keep the same worker PIDs across epochs")
+        if n.summary.workers_reused is not False:
+            warnings.append("non-persistent arm did not start fresh workers every epoch")
+    env = environment(imported)
+    load = env.get("load_average")
+    if load and env.get("cpu_count") and load[0] >= env["cpu_count"]:
+        warnings.append(
+            f"the machine was busy (load average {load[0]:.1f} on {env['cpu_count']} cores): "
+            "timings may be noisy"
+        )
+    return Report(
+        schema_version=SCHEMA_VERSION,
+        tool={"name": "loaderprof", "version": __version__},
+        environment=env,
+        config=cfg.to_dict(),
+        arms=arms,
+        comparison=comparison,
+        verdict=verdict,
+        complete=complete,
+        warnings=tuple(warnings),
+        errors=errors,
+        created=created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        wall_s=wall_s,
+    )
+
+
+def run_compare(
+    cfg: RunConfig,
+    *,
+    on_progress: ProgressCallback | None = None,
+    train_epochs: int | None = None,
+) -> Report:
+    """Run both arms and return the Report; partial when a trial failed or was stopped."""
+    imported: dict[str, Any] = {}
+
+    def capture(plan: Any, ev: Mapping[str, Any] | None) -> None:
+        if ev is not None and ev.get("ev") == "imported" and not imported:
+            imported.update(ev)
+        if on_progress:
+            on_progress(plan, ev)
+
+    start = time.monotonic()
+    outcome = run_schedule(cfg, on_progress=capture)
+    return build_report(
+        cfg,
+        outcome.trials,
+        imported=imported,
+        train_epochs=train_epochs,
+        interrupted=outcome.interrupted is not None,
+        wall_s=time.monotonic() - start,
+    )

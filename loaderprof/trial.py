@@ -1,0 +1,196 @@
+"""The trial child: one arm, N epochs, in a fresh interpreter.
+
+Run as `python -m loaderprof.trial PLAN.json` by the parent. It builds the
+user's Dataset and a real DataLoader, runs the epochs, and reports only
+through events: no sampler runs in here, so the measured loop carries no
+observer thread. Exit status: 0 done, 2 the dataset or options are unusable,
+3 the run failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from typing import Any
+
+from loaderprof import events
+from loaderprof.errors import UsageError
+from loaderprof.probe import CollateProbe, WorkerInitProbe
+from loaderprof.spec import ObjectRef, build_dataset, one_line
+
+_WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
+_WORKER_DIED = re.compile(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) (?:is killed by signal: (.+?)\.|exited unexpectedly)")
+
+
+class _Plan:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.events_path: str = data["events_path"]
+        self.persistent: bool = data["persistent"]
+        self.config: dict[str, Any] = data["config"]
+
+
+def _accelerator_available() -> bool:
+    import torch
+
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and hasattr(acc, "is_available"):
+        return bool(acc.is_available())
+    return bool(torch.cuda.is_available())
+
+
+def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
+    """Turn the DataLoader's re-raised worker exception into one line + fields."""
+    text = str(exc)
+    m = _WORKER_EXC.search(text)
+    if m:
+        exc_type, worker_id = m.group(1), int(m.group(2))
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        last = lines[-1].strip() if lines else exc_type
+        if not last.startswith(exc_type):
+            last = f"{exc_type}: {last}"
+        return {
+            "kind": "worker_exception",
+            "worker_id": worker_id,
+            "message": f"DataLoader worker {worker_id} raised {last}",
+        }
+    m = _WORKER_DIED.search(text)
+    if m:
+        pids = [int(p) for p in re.findall(r"\d+", m.group(1))]
+        signal_name = m.group(2)
+        how = f"was killed by signal {signal_name}" if signal_name else "exited unexpectedly"
+        return {"kind": "worker_died", "pids": pids, "signal": signal_name,
+                "message": f"DataLoader worker (pid {', '.join(map(str, pids))}) {how}"}
+    return {"kind": "loader_error", "message": one_line(exc)}
+
+
+def run(plan: _Plan) -> None:
+    path = plan.events_path
+    cfg = plan.config
+    lo = cfg["loader"]
+
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset
+    from torch.utils.data._utils.collate import default_collate, default_convert
+
+    import multiprocessing
+
+    events.emit(
+        path,
+        "imported",
+        torch=torch.__version__,
+        start_method=lo["mp_context"] or multiprocessing.get_start_method(),
+        accelerator=_accelerator_available(),
+    )
+    seed = int(cfg["seed"])
+    torch.manual_seed(seed)
+
+    dataset = build_dataset(ObjectRef.parse(cfg["dataset"], what="dataset"), cfg["dataset_args"])
+    iterable = isinstance(dataset, IterableDataset)
+    try:
+        length: int | None = len(dataset)
+    except Exception:
+        length = None
+    events.emit(path, "dataset_built", kind="iterable" if iterable else "map", length=length,
+                type=f"{type(dataset).__module__}.{type(dataset).__qualname__}")
+
+    auto_collation = lo["batch_size"] is not None
+    user_collate = (
+        ObjectRef.parse(lo["collate_fn"], what="--collate-fn").resolve()
+        if lo["collate_fn"]
+        else (default_collate if auto_collation else default_convert)
+    )
+    user_init = (
+        ObjectRef.parse(lo["worker_init_fn"], what="--worker-init-fn").resolve()
+        if lo["worker_init_fn"]
+        else None
+    )
+    for name, fn in (("--collate-fn", user_collate), ("--worker-init-fn", user_init)):
+        if fn is not None and not callable(fn):
+            raise UsageError(f"{name} {lo[name[2:].replace('-', '_')]} is not callable")
+
+    pin_memory = bool(lo["pin_memory"])
+    if pin_memory and not _accelerator_available():
+        events.emit(path, "warning",
+                    message="--pin-memory asked for, but no accelerator is available: "
+                            "running with pin_memory=False")
+        pin_memory = False
+
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    kwargs: dict[str, Any] = {
+        "batch_size": lo["batch_size"],
+        "num_workers": lo["num_workers"],
+        "collate_fn": CollateProbe(path, user_collate, auto_collation),
+        "worker_init_fn": WorkerInitProbe(path, user_init),
+        "pin_memory": pin_memory,
+        "drop_last": lo["drop_last"],
+        "timeout": lo["timeout"],
+        "persistent_workers": plan.persistent,
+        "generator": generator,
+    }
+    if lo["shuffle"] is not None:
+        kwargs["shuffle"] = lo["shuffle"]
+    if lo["prefetch_factor"] is not None:
+        kwargs["prefetch_factor"] = lo["prefetch_factor"]
+    if lo["mp_context"] is not None:
+        kwargs["multiprocessing_context"] = lo["mp_context"]
+    try:
+        loader = DataLoader(dataset, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
+    events.emit(path, "loader_built")
+
+    step_s = float(cfg["step_ms"]) / 1000
+    idle_s = float(cfg["idle_ms"]) / 1000
+    for epoch in range(1, int(cfg["epochs"]) + 1):
+        events.emit(path, "epoch_start", epoch=epoch)
+        batches = 0
+        try:
+            for _batch in loader:
+                if batches == 0:
+                    events.emit(path, "first_batch", epoch=epoch)
+                batches += 1
+                if step_s:
+                    time.sleep(step_s)
+        except Exception as exc:
+            info = _classify_worker_error(exc)
+            events.emit(path, "error", category="run", epoch=epoch,
+                        detail=traceback.format_exc(), **info)
+            raise SystemExit(3) from None
+        events.emit(path, "epoch_end", epoch=epoch, batches=batches)
+        if idle_s:
+            events.emit(path, "idle_start", epoch=epoch)
+            time.sleep(idle_s)
+            events.emit(path, "idle_end", epoch=epoch)
+    del loader
+    events.emit(path, "loader_closed")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    with open(args[0], encoding="utf-8") as f:
+        plan = _Plan(json.load(f))
+    events.emit(plan.events_path, "child_start")
+    try:
+        run(plan)
+    except UsageError as exc:
+        events.emit(plan.events_path, "error", category="usage", kind="usage",
+                    message=exc.message, detail=exc.detail or traceback.format_exc())
+        sys.stdout.flush()
+        os._exit(2)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        events.emit(plan.events_path, "error", category="run", kind="internal",
+                    message=one_line(exc), detail=traceback.format_exc())
+        sys.stdout.flush()
+        os._exit(3)
+    events.emit(plan.events_path, "trial_end")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Human formatting and parsing of sizes and durations."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Parse '512MiB', '8GiB', '1.5G', '1048576' into bytes (binary units).
+
+    Raises ValueError with a message naming the accepted forms.
+    """
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (use e.g. 512MiB, 8GiB or a number of bytes)")
+    number, prefix, _ = m.groups()
+    return int(float(number) * _BINARY[prefix.lower()])
+
+
+def fmt_bytes(n: float | None, *, signed: bool = False) -> str:
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "–"
+    sign = ""
+    if signed:
+        sign = "+" if n > 0 else ("−" if n < 0 else "±")
+    elif n < 0:
+        sign = "−"
+    value = abs(float(n))
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{sign}{value:.0f} B"
+            return f"{sign}{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
+    if s is None or math.isnan(s):
+        return "–"
+    sign = ""
+    if signed:
+        sign = "+" if s > 0 else ("−" if s < 0 else "±")
+    elif s < 0:
+        sign = "−"
+    value = abs(s)
+    if value < 1e-3:
+        return f"{sign}{value * 1e6:.0f} µs"
+    if value < 1:
+        return f"{sign}{value * 1e3:.1f} ms"
+    if value < 120:
+        return f"{sign}{value:.2f} s"
+    return f"{sign}{value / 60:.1f} min"
