@@ -20,8 +20,8 @@ def _stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
     if stat is None:
         return "–"
     if stat.n == 1:
-        return fmt(stat.median)
-    return f"{fmt(stat.median)} ± {fmt(stat.iqr / 2)} (n={stat.n})"
+        return f"{fmt(stat.median)} (n=1)"
+    return f"{fmt(stat.median)} ±{fmt(stat.iqr / 2)} ({stat.n})"
 
 
 def _sec(v: float) -> str:
@@ -35,7 +35,7 @@ def _bytes(v: float) -> str:
 def _ratio(r: Ratio | None) -> str:
     if r is None:
         return "–"
-    return f"×{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
+    return f"{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
 
 
 def _reused(arm: ArmResult) -> str:
@@ -43,67 +43,69 @@ def _reused(arm: ArmResult) -> str:
     return {True: "yes", False: "no", None: "unclear"}[value]
 
 
-def summary_table(report: Report) -> Table:
+def _title(report: Report) -> str:
     cfg = report.config
     lo = cfg["loader"]
-    title = (
+    method = report.environment.get("start_method") or lo["mp_context"] or "default"
+    return (
         f"{cfg['dataset']} · {lo['num_workers']} workers · batch {lo['batch_size']} · "
-        f"{cfg['epochs']} epochs × {cfg['trials']} trial(s) · "
-        f"{report.environment.get('start_method') or lo['mp_context'] or 'default'}"
+        f"{method} · {cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
     )
-    t = Table(title=title, title_justify="left", header_style="bold")
-    t.add_column("arm")
-    t.add_column("workers reused")
-    t.add_column("cold epoch", justify="right")
-    t.add_column("steady epoch", justify="right")
-    t.add_column("first batch", justify="right")
-    t.add_column("worker start-up", justify="right")
-    t.add_column("peak USS / worker", justify="right")
-    t.add_column("peak PSS total", justify="right")
-    t.add_column("idle USS held", justify="right")
-    for name in ("persistent", "non_persistent"):
-        arm = report.arms[name]
-        s = arm.summary
-        t.add_row(
-            ARM_LABEL[name],
-            _reused(arm),
-            _stat(s.cold_epoch_s, _sec),
-            _stat(s.steady_epoch_s, _sec),
-            _stat(s.first_batch_s, _sec),
-            _stat(s.worker_startup_s, _sec),
-            _stat(s.peak_worker_uss_bytes, _bytes),
-            _stat(s.peak_total_pss_bytes, _bytes),
-            _stat(s.idle_workers_uss_bytes, _bytes),
-        )
+
+
+def _delta_bytes(a: Stat | None, b: Stat | None) -> str:
+    if a is None or b is None:
+        return "–"
+    return fmt_bytes(a.median - b.median, signed=True)
+
+
+def summary_table(report: Report) -> Table:
+    """One column per arm, one row per figure, and the comparison beside them."""
+    t = Table(title=_title(report), title_justify="left", header_style="bold")
+    t.add_column("")
+    t.add_column("persistent", justify="right")
+    t.add_column("non-persistent", justify="right")
+    t.add_column("ratio or Δ", justify="right", style="italic")
+    p_arm, n_arm = report.arms["persistent"], report.arms["non_persistent"]
+    p, n = p_arm.summary, n_arm.summary
     c = report.comparison
-    if c is not None:
-        t.add_section()
-        p = report.arms["persistent"].summary
-        n = report.arms["non_persistent"].summary
-
-        def delta_bytes(a: Stat | None, b: Stat | None) -> str:
-            if a is None or b is None:
-                return "–"
-            return fmt_bytes(a.median - b.median, signed=True)
-
-        t.add_row(
-            "persistent / non-persistent",
-            "",
-            _ratio(c.cold_epoch_ratio),
-            _ratio(c.steady_epoch_ratio),
-            _ratio(c.first_batch_ratio),
-            "",
-            delta_bytes(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes),
-            delta_bytes(p.peak_total_pss_bytes, n.peak_total_pss_bytes),
-            delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes),
-            style="italic",
-        )
+    t.add_row("workers reused", _reused(p_arm), _reused(n_arm), "")
+    t.add_row("cold epoch (1)", _stat(p.cold_epoch_s, _sec), _stat(n.cold_epoch_s, _sec),
+              _ratio(c.cold_epoch_ratio) if c else "–")
+    t.add_row("steady epoch (2..N)", _stat(p.steady_epoch_s, _sec),
+              _stat(n.steady_epoch_s, _sec), _ratio(c.steady_epoch_ratio) if c else "–",
+              style="bold")
+    t.add_row("first batch (steady)", _stat(p.first_batch_s, _sec),
+              _stat(n.first_batch_s, _sec), _ratio(c.first_batch_ratio) if c else "–")
+    t.add_row("worker start-up", _stat(p.worker_startup_s, _sec),
+              _stat(n.worker_startup_s, _sec), "")
+    t.add_section()
+    t.add_row("peak USS / worker", _stat(p.peak_worker_uss_bytes, _bytes),
+              _stat(n.peak_worker_uss_bytes, _bytes),
+              _delta_bytes(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes))
+    t.add_row("peak PSS total", _stat(p.peak_total_pss_bytes, _bytes),
+              _stat(n.peak_total_pss_bytes, _bytes),
+              _delta_bytes(p.peak_total_pss_bytes, n.peak_total_pss_bytes))
+    t.add_row("idle worker USS held", _stat(p.idle_workers_uss_bytes, _bytes),
+              _stat(n.idle_workers_uss_bytes, _bytes),
+              _delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes), style="bold")
+    t.add_row("(peak RSS / worker)", _bytes_or_dash(_peak_rss(p_arm)),
+              _bytes_or_dash(_peak_rss(n_arm)), "", style="dim")
     t.caption = (
-        "median ± half the IQR (n) · ratios: median ratio [95 % bootstrap CI] · "
-        "steady = epochs 2..N · USS = private memory (a worker's true cost), "
-        "PSS = shared pages split among users"
+        "median ± half IQR (n) · ratio [95 % bootstrap CI] · USS: memory only that process "
+        "holds (a worker's real cost) · PSS: shared pages split among their users · RSS "
+        "counts shared pages in every process"
     )
     return t
+
+
+def _peak_rss(arm: ArmResult) -> int | None:
+    vals = [w.peak_rss_bytes for t in arm.trials for w in t.workers if w.peak_rss_bytes]
+    return max(vals) if vals else None
+
+
+def _bytes_or_dash(v: int | None) -> str:
+    return fmt_bytes(v) if v is not None else "–"
 
 
 def _pids(pids: tuple[int, ...]) -> str:
@@ -111,56 +113,53 @@ def _pids(pids: tuple[int, ...]) -> str:
         return "–"
     if len(pids) <= 4:
         return " ".join(map(str, pids))
-    return f"{' '.join(map(str, pids[:3]))} … (+{len(pids) - 3})"
+    return f"{' '.join(map(str, pids[:3]))} …+{len(pids) - 3}"
 
 
 def epochs_table(report: Report) -> Table:
-    t = Table(title="Epochs (first trial of each arm)", title_justify="left",
-              header_style="bold")
+    t = Table(title="Epoch wall times (first trial per arm; * = workers started that epoch)",
+              title_justify="left", header_style="bold")
     t.add_column("epoch", justify="right")
-    for name in ("persistent", "non_persistent"):
-        label = ARM_LABEL[name]
-        t.add_column(f"{label} wall", justify="right")
-        t.add_column("first batch", justify="right")
-        t.add_column("samples/s", justify="right")
-        t.add_column("worker PIDs (new*)")
-    arms = [report.arms[n].trials[0] if report.arms[n].trials else None
-            for n in ("persistent", "non_persistent")]
-    n_epochs = max((len(a.epochs) for a in arms if a is not None), default=0)
+    for label in ("persist.", "non-pers."):
+        t.add_column(label, justify="right")
+        t.add_column("1st batch", justify="right")
+        t.add_column("worker PIDs", overflow="fold", min_width=9)
+    trials = [report.arms[n].trials[0] if report.arms[n].trials else None
+              for n in ("persistent", "non_persistent")]
+    n_epochs = max((len(a.epochs) for a in trials if a is not None), default=0)
     for i in range(n_epochs):
         row = [str(i + 1)]
-        for trial in arms:
+        for trial in trials:
             if trial is None or i >= len(trial.epochs):
-                row += ["–", "–", "–", "–"]
+                row += ["–", "–", "–"]
                 continue
             e = trial.epochs[i]
-            marker = "*" if e.new_worker_pids else ""
             row += [
                 fmt_seconds(e.wall_s),
                 fmt_seconds(e.first_batch_s),
-                f"{e.samples_per_s:,.0f}" if e.samples_per_s else "–",
-                _pids(e.worker_pids) + marker,
+                _pids(e.worker_pids) + ("*" if e.new_worker_pids else ""),
             ]
         t.add_row(*row)
     return t
 
 
 def workers_table(report: Report) -> Table:
-    t = Table(title="Worker processes", title_justify="left", header_style="bold")
-    for col in ("arm", "trial", "pid", "worker", "epoch", "start→ready", "first batch",
-                "exited", "batches", "peak USS", "peak PSS", "peak RSS"):
+    t = Table(title="Worker processes (times from trial start)", title_justify="left",
+              header_style="bold")
+    for col in ("arm", "pid", "id", "epoch", "start→ready", "first batch", "exit", "batches",
+                "USS", "PSS", "RSS"):
         t.add_column(col, justify="left" if col == "arm" else "right")
     for name in ("persistent", "non_persistent"):
         for trial in report.arms[name].trials:
             for w in trial.workers:
                 t.add_row(
-                    ARM_LABEL[name], str(trial.index), str(w.pid), str(w.worker_id),
-                    str(w.first_epoch or "–"), fmt_seconds(w.startup_s),
+                    f"{'p' if name == 'persistent' else 'np'}{trial.index + 1}", str(w.pid),
+                    str(w.worker_id), str(w.first_epoch or "–"), fmt_seconds(w.startup_s),
                     fmt_seconds(w.first_batch_s), fmt_seconds(w.exited_s), str(w.batches),
                     fmt_bytes(w.peak_uss_bytes), fmt_bytes(w.peak_pss_bytes),
                     fmt_bytes(w.peak_rss_bytes),
                 )
-    t.caption = "times in seconds from the trial start; RSS counts shared pages in every process"
+    t.caption = "arm p/np + trial number · peaks over the worker's life"
     return t
 
 

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+DATA = str(TESTS / "lp_testdata.py")
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _subreaper() -> None:
+    # Orphaned worker processes re-parent to the nearest subreaper; making
+    # pytest one means any process a run leaves behind is our descendant.
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def leftover_processes(timeout: float = 3.0) -> list[psutil.Process]:
+    """Descendants still alive after a run (zombies reaped), waiting briefly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.status() == psutil.STATUS_ZOMBIE:
+                    child.wait(0)
+                    continue
+                alive.append(child)
+            except (psutil.NoSuchProcess, psutil.TimeoutExpired):
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def err_lines(self) -> list[str]:
+        return [ln for ln in self.stderr.splitlines() if ln.strip()]
+
+
+@pytest.fixture
+def cli() -> Callable[..., Run]:
+    return run_cli
+
+
+def run_cli(*args: str, cwd: Path | str = ROOT, timeout: float = 240,
+            env: dict[str, str] | None = None) -> Run:
+    full_env = dict(os.environ)
+    full_env.update({"COLUMNS": "160", "PYTHONWARNINGS": "ignore"})
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "loaderprof", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    run = Run(proc)
+    left = leftover_processes()
+    for p in left:
+        p.kill()
+    assert not left, f"processes left behind: {[p.pid for p in left]}"
+    return run
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+@pytest.fixture(scope="session")
+def lazy_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, dict[str, Any]]]:
+    """One compare of the bundled lazy-resource example, shared by many tests."""
+    out = tmp_path_factory.mktemp("lazy") / "report.json"
+    run = run_cli("compare", "loaderprof.examples:LazyResourceDataset", "--epochs", "4",
+                  "--num-workers", "2", "--arg", "n=128", "--arg", "open_cost_s=0.2",
+                  "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    yield run, load(out)

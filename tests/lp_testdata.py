@@ -1,0 +1,107 @@
+"""Test-only datasets whose costs are known by construction.
+
+Loaded by the CLI as `tests/lp_testdata.py:Name` (a file path spec) or as
+`lp_testdata:Name` with tests/ as the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+MiB = 1024 * 1024
+
+
+class AllocDataset(Dataset[torch.Tensor]):
+    """Each worker process allocates and touches `alloc_mib` MiB of private memory
+    on first use and keeps it (so a persistent worker holds it between epochs)."""
+
+    def __init__(self, n: int = 64, alloc_mib: int = 64) -> None:
+        self.n = n
+        self.alloc_mib = alloc_mib
+        self._owner: int | None = None
+        self._block: bytes = b""
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self._owner != os.getpid():
+            # b"Z" * n writes every byte, so every page is resident and private.
+            self._block = b"Z" * (self.alloc_mib * MiB)
+            self._owner = os.getpid()
+        return torch.tensor([index], dtype=torch.float32)
+
+
+class FailingDataset(Dataset[torch.Tensor]):
+    def __init__(self, n: int = 64, bad_index: int = 3) -> None:
+        self.n = n
+        self.bad_index = bad_index
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index == self.bad_index:
+            raise ValueError(f"bad sample {index}")
+        return torch.tensor([index])
+
+
+class RaisingConstructor(Dataset[torch.Tensor]):
+    def __init__(self) -> None:
+        raise RuntimeError("cannot open /data/train.lmdb")
+
+
+class Stream(IterableDataset[torch.Tensor]):
+    """Sharded IterableDataset that yields a small known stream."""
+
+    def __init__(self, n: int = 96) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        for i in range(start, self.n, step):
+            yield torch.tensor([i])
+
+
+def make_tiny(n: int = 32) -> Dataset[torch.Tensor]:
+    """A factory function returning a Dataset."""
+    from loaderprof.examples import CheapDataset
+
+    return CheapDataset(n=n, dim=4)
+
+
+def make_number() -> int:
+    return 42
+
+
+NOT_A_DATASET = 42
+INSTANCE = Stream(n=16)
+
+
+def _marker(kind: str) -> None:
+    folder = os.environ.get("LP_TEST_MARKERS")
+    if folder:
+        Path(folder, f"{kind}-{os.getpid()}").touch()
+
+
+def marking_worker_init(worker_id: int) -> None:
+    _marker("init")
+
+
+def marking_collate(batch: list[torch.Tensor]) -> torch.Tensor:
+    _marker("collate")
+    return torch.stack(batch)
+
+
+def slow_start_init(worker_id: int) -> None:
+    time.sleep(0.05)

@@ -1,0 +1,87 @@
+"""Bad input and failures: exit code, one line on stderr, nothing left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, run_cli
+
+pytestmark = pytest.mark.e2e
+
+
+def _one_error_line(stderr: str) -> str:
+    assert "Traceback" not in stderr
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("loaderprof: error:")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("no_such_module_xyz:Thing", "module 'no_such_module_xyz' not found (searched sys.path"),
+        ("loaderprof.examples:LazyResourceDatset", "did you mean 'LazyResourceDataset'"),
+        (f"{DATA}:NOT_A_DATASET", "is a int, not a Dataset"),
+        (f"{DATA}:make_number", "returned a int, not a torch Dataset"),
+        (f"{DATA}:RaisingConstructor", "raised RuntimeError: cannot open /data/train.lmdb"),
+    ],
+)
+def test_dataset_usage_errors_exit_2(spec: str, expected: str) -> None:
+    run = run_cli("compare", spec, "--epochs", "2")
+    assert run.returncode == 2, run.stderr
+    assert expected in _one_error_line(run.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--num-workers", "0"], "persistent_workers needs worker processes"),
+        (["--arg", "novalue"], "bad --arg 'novalue': expected key=value"),
+        (["--mp-context", "threads"], "unknown --mp-context 'threads'"),
+        (["--epochs", "1"], "need at least 2"),
+        (["--no-such-flag"], "No such option"),
+        (["--json", "/no/such/dir/out.json"], "directory /no/such/dir does not exist"),
+        (["--batch-size", "big"], "--batch-size must be an integer or 'none'"),
+    ],
+)
+def test_flag_usage_errors_exit_2_before_any_trial(args: list[str], expected: str) -> None:
+    run = run_cli("compare", "loaderprof.examples:CheapDataset", *args)
+    assert run.returncode == 2, run.stderr
+    assert expected in _one_error_line(run.stderr)
+    assert run.stdout == ""
+
+
+def test_num_workers_0_explains_debugging() -> None:
+    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--num-workers", "0")
+    line = _one_error_line(run.stderr)
+    assert "meant for debugging" in line
+
+
+def test_bad_config_key_exit_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("epoch = 3\n")
+    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--config", str(cfg))
+    assert run.returncode == 2
+    assert "unknown key 'epoch'" in _one_error_line(run.stderr)
+    assert "did you mean 'epochs'" in run.stderr
+
+
+def test_exception_in_worker_exit_3_keeps_nothing_running(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli("compare", f"{DATA}:FailingDataset", "--arg", "bad_index=40",
+                  "--epochs", "2", "--batch-size", "8", "--json", str(out))
+    assert run.returncode == 3, run.stderr
+    line = _one_error_line(run.stderr)
+    assert "DataLoader worker 1 raised ValueError: bad sample 40" in line
+    assert "(epoch 1)" in line
+    # The epochs measured before the failure are kept, marked incomplete.
+    assert not out.exists() or '"complete": false' in out.read_text()
+
+
+def test_debug_shows_the_traceback() -> None:
+    run = run_cli("compare", f"{DATA}:RaisingConstructor", "--epochs", "2", "--debug")
+    assert run.returncode == 2
+    assert "Traceback" in run.stderr
+    assert "RuntimeError: cannot open /data/train.lmdb" in run.stderr
