@@ -35,15 +35,22 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
     cold = [t.epochs[0].wall_s for t in measured if t.epochs[0].epoch == 1]
     steady = [e.wall_s for t in measured for e in t.epochs if e.epoch >= 2]
     cold_fb = [
-        t.epochs[0].first_batch_s for t in measured
+        t.epochs[0].first_batch_s
+        for t in measured
         if t.epochs[0].epoch == 1 and t.epochs[0].first_batch_s is not None
     ]
     steady_fb = [
-        e.first_batch_s for t in measured for e in t.epochs
+        e.first_batch_s
+        for t in measured
+        for e in t.epochs
         if e.epoch >= 2 and e.first_batch_s is not None
     ]
-    sps = [e.samples_per_s for t in measured for e in t.epochs
-           if e.epoch >= 2 and e.samples_per_s is not None]
+    sps = [
+        e.samples_per_s
+        for t in measured
+        for e in t.epochs
+        if e.epoch >= 2 and e.samples_per_s is not None
+    ]
     startup = [w.startup_s for t in measured for w in t.workers if w.startup_s is not None]
 
     def mem(attr: str) -> Stat | None:
@@ -137,8 +144,12 @@ def compare(
         return [t.epochs[0].wall_s for t in _measured(trials) if t.epochs[0].epoch == 1]
 
     def first_batch(trials: Sequence[TrialResult]) -> list[float]:
-        return [e.first_batch_s for t in _measured(trials) for e in t.epochs
-                if e.epoch >= 2 and e.first_batch_s is not None]
+        return [
+            e.first_batch_s
+            for t in _measured(trials)
+            for e in t.epochs
+            if e.epoch >= 2 and e.first_batch_s is not None
+        ]
 
     saved = None
     if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
@@ -191,8 +202,11 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
         else "memory was not sampled (--sample-interval 0), so its cost is unknown"
     )
     if r is None or saved is None:
-        return Verdict("neutral", "Not enough steady epochs were measured to decide.",
-                       ("need at least one steady epoch (epoch ≥ 2) in each arm",))
+        return Verdict(
+            "neutral",
+            "Not enough steady epochs were measured to decide.",
+            ("need at least one steady epoch (epoch ≥ 2) in each arm",),
+        )
     ci = f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}"
     reasons: list[str] = []
     if r.ci_high < 1.0 and r.value <= 1.0 - min_gain:
@@ -218,16 +232,22 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
     if r.ci_low > 1.0:
         reasons.append(f"steady epochs are {_pct(r.value)} slower with persistent workers ({ci})")
         reasons.append(mem_text)
-        return Verdict("keep_off", "Keep persistent_workers off: it makes steady epochs slower.",
-                       tuple(reasons))
+        return Verdict(
+            "keep_off",
+            "Keep persistent_workers off: it makes steady epochs slower.",
+            tuple(reasons),
+        )
     if r.ci_high < 1.0:
         reasons.append(
             f"steady epochs are {_pct(r.value)} faster ({ci}), a real but small saving "
             f"(below the {min_gain * 100:.0f} % worth enabling for)"
         )
         reasons.append(mem_text)
-        return Verdict("neutral", "Either way: persistence saves a little time "
-                       f"({fmt_seconds(saved)} per epoch).", tuple(reasons))
+        return Verdict(
+            "neutral",
+            f"Either way: persistence saves a little time ({fmt_seconds(saved)} per epoch).",
+            tuple(reasons),
+        )
     reasons.append(f"no significant difference in steady epoch time ({ci})")
     reasons.append(mem_text)
     if costs_memory:
@@ -237,8 +257,11 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "for no measurable gain.",
             tuple(reasons),
         )
-    return Verdict("neutral", "Either way: persistence changes neither time nor memory measurably.",
-                   tuple(reasons))
+    return Verdict(
+        "neutral",
+        "Either way: persistence changes neither time nor memory measurably.",
+        tuple(reasons),
+    )
 
 
 def noise_warnings(name: str, s: ArmSummary) -> list[str]:

@@ -52,7 +52,9 @@ def assemble_trial(
         evs = by_kind.get(kind)
         return evs[0]["t"] if evs else None
 
-    setup = Setup(rel(first_t("imported")), rel(first_t("dataset_built")), rel(first_t("loader_built")))
+    setup = Setup(
+        rel(first_t("imported")), rel(first_t("dataset_built")), rel(first_t("loader_built"))
+    )
 
     # Epoch windows; an epoch without an end (failure) is not a measured epoch.
     starts = {ev["epoch"]: ev["t"] for ev in by_kind["epoch_start"]}

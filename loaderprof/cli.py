@@ -145,18 +145,28 @@ def _error_line(report: Report) -> str | None:
 def compare(
     dataset: Annotated[
         str | None,
-        typer.Argument(help="Dataset as 'pkg.module:attr' or 'path/file.py:attr': a Dataset "
-                       "class, a factory function, or an instance."),
+        typer.Argument(
+            help="Dataset as 'pkg.module:attr' or 'path/file.py:attr': a Dataset "
+            "class, a factory function, or an instance."
+        ),
     ] = None,
     arg: Annotated[
         list[str] | None,
-        typer.Option("--arg", "-a", help="Dataset keyword argument key=value (a Python "
-                     "literal, else a string); repeatable."),
+        typer.Option(
+            "--arg",
+            "-a",
+            help="Dataset keyword argument key=value (a Python "
+            "literal, else a string); repeatable.",
+        ),
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help="TOML config file (or pyproject.toml with "
-                     "\\[tool.loaderprof]); flags override it."),
+        typer.Option(
+            "--config",
+            "-c",
+            help="TOML config file (or pyproject.toml with "
+            "\\[tool.loaderprof]); flags override it.",
+        ),
     ] = None,
     epochs: Annotated[int | None, typer.Option(help="Epochs per trial (default: 5).")] = None,
     num_workers: Annotated[
@@ -164,21 +174,27 @@ def compare(
     ] = None,
     batch_size: Annotated[
         str | None,
-        typer.Option("--batch-size", "-b",
-                     help="Batch size, or 'none' to turn automatic batching off (default: 32)."),
+        typer.Option(
+            "--batch-size",
+            "-b",
+            help="Batch size, or 'none' to turn automatic batching off (default: 32).",
+        ),
     ] = None,
     prefetch_factor: Annotated[
         int | None, typer.Option(help="Batches prefetched per worker (default: torch's, 2).")
     ] = None,
     pin_memory: Annotated[
         bool | None,
-        typer.Option("--pin-memory/--no-pin-memory",
-                     help="Pin batches (falls back with a warning without an accelerator)."),
+        typer.Option(
+            "--pin-memory/--no-pin-memory",
+            help="Pin batches (falls back with a warning without an accelerator).",
+        ),
     ] = None,
     mp_context: Annotated[
         str | None,
-        typer.Option(help="Worker start method: fork, spawn or forkserver "
-                     "(default: the platform's)."),
+        typer.Option(
+            help="Worker start method: fork, spawn or forkserver (default: the platform's)."
+        ),
     ] = None,
     shuffle: Annotated[bool | None, typer.Option("--shuffle/--no-shuffle")] = None,
     drop_last: Annotated[bool | None, typer.Option("--drop-last/--no-drop-last")] = None,
@@ -193,18 +209,20 @@ def compare(
     ] = None,
     step_ms: Annotated[
         float | None,
-        typer.Option(help="Simulated training step per batch in the main process, ms "
-                     "(default: 0)."),
+        typer.Option(
+            help="Simulated training step per batch in the main process, ms (default: 0)."
+        ),
     ] = None,
     sample_interval: Annotated[
         float | None,
-        typer.Option(help="Memory sampling interval in ms; 0 turns sampling off "
-                     "(default: 50)."),
+        typer.Option(help="Memory sampling interval in ms; 0 turns sampling off (default: 50)."),
     ] = None,
     idle_ms: Annotated[
         float | None,
-        typer.Option(help="Pause after each epoch (not timed) in which idle worker memory is "
-                     "sampled (default: 3 sampling intervals)."),
+        typer.Option(
+            help="Pause after each epoch (not timed) in which idle worker memory is "
+            "sampled (default: 3 sampling intervals)."
+        ),
     ] = None,
     trials: Annotated[
         int | None, typer.Option(help="Trials per arm, interleaved (default: 1).")
@@ -215,13 +233,15 @@ def compare(
     ] = None,
     train_epochs: Annotated[
         int | None,
-        typer.Option(help="Epochs of your real training, for the total saving "
-                     "(default: --epochs)."),
+        typer.Option(
+            help="Epochs of your real training, for the total saving (default: --epochs)."
+        ),
     ] = None,
     min_gain: Annotated[
         float | None,
-        typer.Option(help="Smallest steady-epoch saving worth enabling for, as a fraction "
-                     "(default: 0.05)."),
+        typer.Option(
+            help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05)."
+        ),
     ] = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout).")
@@ -305,8 +325,9 @@ def compare(
         else:
             write_atomic(json_out, text)
     if code == ExitCode.USAGE:
-        raise UsageError(_error_line(report) or "invalid input",
-                         detail=_detail(report) if debug else None)
+        raise UsageError(
+            _error_line(report) or "invalid input", detail=_detail(report) if debug else None
+        )
     if measured:
         from loaderprof.report.console import print_report
 

@@ -167,7 +167,9 @@ def build_config(
 
     dataset = merged.pop("dataset", None)
     if not dataset:
-        raise UsageError("no dataset given: pass DATASET (module:attr) or set 'dataset' in --config")
+        raise UsageError(
+            "no dataset given: pass DATASET (module:attr) or set 'dataset' in --config"
+        )
     loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
     unknown = set(merged) - _RUN_KEYS
     if unknown:
@@ -218,7 +220,9 @@ def validate(cfg: RunConfig) -> None:
     if cfg.step_ms < 0:
         raise UsageError(f"--step-ms must be ≥ 0, got {cfg.step_ms}")
     if cfg.sample_interval_ms < 0:
-        raise UsageError(f"--sample-interval must be ≥ 0 ms (0 turns sampling off), got {cfg.sample_interval_ms}")
+        raise UsageError(
+            f"--sample-interval must be ≥ 0 ms (0 turns sampling off), got {cfg.sample_interval_ms}"
+        )
     if 0 < cfg.sample_interval_ms < 5:
         raise UsageError(
             f"--sample-interval {cfg.sample_interval_ms:g} ms is too fast to measure honestly "

@@ -51,6 +51,4 @@ class Interrupted(LoaderprofError):
         name = signal.Signals(signum).name
         super().__init__(f"interrupted by {name}")
         self.signum = signum
-        self.exit_code = (
-            ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
-        )
+        self.exit_code = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED

@@ -52,9 +52,7 @@ class WorkerInitProbe:
 class CollateProbe:
     """Stamps every batch a worker produces; returns the user's result untouched."""
 
-    def __init__(
-        self, events_path: str, inner: Callable[[Any], Any], auto_collation: bool
-    ) -> None:
+    def __init__(self, events_path: str, inner: Callable[[Any], Any], auto_collation: bool) -> None:
         self.events_path = events_path
         self.inner = inner
         self.auto_collation = auto_collation

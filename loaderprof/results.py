@@ -240,6 +240,7 @@ class Report:
 
 # -- (de)serialization -------------------------------------------------------
 
+
 def to_dict(obj: Any) -> Any:
     """Plain JSON-ready data; properties such as Stat.iqr are added for readers."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

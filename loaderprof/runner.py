@@ -10,6 +10,7 @@ behind, whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -59,10 +60,8 @@ def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(path: Path, limit: int = 2000) -> str:

@@ -98,8 +98,9 @@ def build_report(
     complete = (
         not errors
         and not interrupted
-        and all(len(a.trials) == cfg.trials and all(t.complete for t in a.trials)
-                for a in arms.values())
+        and all(
+            len(a.trials) == cfg.trials and all(t.complete for t in a.trials) for a in arms.values()
+        )
     )
     comparison = verdict = None
     warnings: list[str] = []
@@ -107,8 +108,12 @@ def build_report(
         warnings.extend(w for w in t.warnings if w not in warnings)
     if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
         comparison = analysis.compare(
-            p.trials, n.trials, p.summary, n.summary,
-            seed=cfg.seed, train_epochs=train_epochs or cfg.epochs,
+            p.trials,
+            n.trials,
+            p.summary,
+            n.summary,
+            seed=cfg.seed,
+            train_epochs=train_epochs or cfg.epochs,
         )
         verdict = analysis.verdict(comparison, p.summary, min_gain=cfg.min_gain)
         for name, arm in arms.items():

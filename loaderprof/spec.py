@@ -88,7 +88,7 @@ class ObjectRef:
                 detail=traceback.format_exc(),
             ) from exc
         obj: Any = module
-        walked = []
+        walked: list[str] = []
         for part in self.attr.split("."):
             if not hasattr(obj, part):
                 names = [n for n in dir(obj) if not n.startswith("_")]

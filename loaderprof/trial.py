@@ -23,7 +23,10 @@ from loaderprof.probe import CollateProbe, WorkerInitProbe
 from loaderprof.spec import ObjectRef, build_dataset, one_line
 
 _WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
-_WORKER_DIED = re.compile(r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) (?:is killed by signal: (.+?)\.|exited unexpectedly)")
+_WORKER_DIED = re.compile(
+    r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) "
+    r"(?:is killed by signal: (.+?)\.|exited unexpectedly)"
+)
 
 
 class _Plan:
@@ -62,8 +65,12 @@ def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
         pids = [int(p) for p in re.findall(r"\d+", m.group(1))]
         signal_name = m.group(2)
         how = f"was killed by signal {signal_name}" if signal_name else "exited unexpectedly"
-        return {"kind": "worker_died", "pids": pids, "signal": signal_name,
-                "message": f"DataLoader worker (pid {', '.join(map(str, pids))}) {how}"}
+        return {
+            "kind": "worker_died",
+            "pids": pids,
+            "signal": signal_name,
+            "message": f"DataLoader worker (pid {', '.join(map(str, pids))}) {how}",
+        }
     return {"kind": "loader_error", "message": one_line(exc)}
 
 
@@ -72,11 +79,11 @@ def run(plan: _Plan) -> None:
     cfg = plan.config
     lo = cfg["loader"]
 
+    import multiprocessing
+
     import torch
     from torch.utils.data import DataLoader, IterableDataset
     from torch.utils.data._utils.collate import default_collate, default_convert
-
-    import multiprocessing
 
     events.emit(
         path,
@@ -94,8 +101,13 @@ def run(plan: _Plan) -> None:
         length: int | None = len(dataset)
     except Exception:
         length = None
-    events.emit(path, "dataset_built", kind="iterable" if iterable else "map", length=length,
-                type=f"{type(dataset).__module__}.{type(dataset).__qualname__}")
+    events.emit(
+        path,
+        "dataset_built",
+        kind="iterable" if iterable else "map",
+        length=length,
+        type=f"{type(dataset).__module__}.{type(dataset).__qualname__}",
+    )
 
     auto_collation = lo["batch_size"] is not None
     user_collate = (
@@ -114,9 +126,12 @@ def run(plan: _Plan) -> None:
 
     pin_memory = bool(lo["pin_memory"])
     if pin_memory and not _accelerator_available():
-        events.emit(path, "warning",
-                    message="--pin-memory asked for, but no accelerator is available: "
-                            "running with pin_memory=False")
+        events.emit(
+            path,
+            "warning",
+            message="--pin-memory asked for, but no accelerator is available: "
+            "running with pin_memory=False",
+        )
         pin_memory = False
 
     generator = torch.Generator()
@@ -158,8 +173,9 @@ def run(plan: _Plan) -> None:
                     time.sleep(step_s)
         except Exception as exc:
             info = _classify_worker_error(exc)
-            events.emit(path, "error", category="run", epoch=epoch,
-                        detail=traceback.format_exc(), **info)
+            events.emit(
+                path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
+            )
             raise SystemExit(3) from None
         events.emit(path, "epoch_end", epoch=epoch, batches=batches)
         if idle_s:
@@ -178,15 +194,27 @@ def main(argv: list[str] | None = None) -> None:
     try:
         run(plan)
     except UsageError as exc:
-        events.emit(plan.events_path, "error", category="usage", kind="usage",
-                    message=exc.message, detail=exc.detail or traceback.format_exc())
+        events.emit(
+            plan.events_path,
+            "error",
+            category="usage",
+            kind="usage",
+            message=exc.message,
+            detail=exc.detail or traceback.format_exc(),
+        )
         sys.stdout.flush()
         os._exit(2)
     except SystemExit:
         raise
     except BaseException as exc:
-        events.emit(plan.events_path, "error", category="run", kind="internal",
-                    message=one_line(exc), detail=traceback.format_exc())
+        events.emit(
+            plan.events_path,
+            "error",
+            category="run",
+            kind="internal",
+            message=one_line(exc),
+            detail=traceback.format_exc(),
+        )
         sys.stdout.flush()
         os._exit(3)
     events.emit(plan.events_path, "trial_end")

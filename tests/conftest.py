@@ -62,14 +62,19 @@ def cli() -> Callable[..., Run]:
     return run_cli
 
 
-def run_cli(*args: str, cwd: Path | str = ROOT, timeout: float = 240,
-            env: dict[str, str] | None = None) -> Run:
+def run_cli(
+    *args: str, cwd: Path | str = ROOT, timeout: float = 240, env: dict[str, str] | None = None
+) -> Run:
     full_env = dict(os.environ)
     full_env.update({"COLUMNS": "160", "PYTHONWARNINGS": "ignore"})
     full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "loaderprof", *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
     run = Run(proc)
@@ -89,8 +94,19 @@ def load(path: Path) -> dict[str, Any]:
 def lazy_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run, dict[str, Any]]]:
     """One compare of the bundled lazy-resource example, shared by many tests."""
     out = tmp_path_factory.mktemp("lazy") / "report.json"
-    run = run_cli("compare", "loaderprof.examples:LazyResourceDataset", "--epochs", "4",
-                  "--num-workers", "2", "--arg", "n=128", "--arg", "open_cost_s=0.2",
-                  "--json", str(out))
+    run = run_cli(
+        "compare",
+        "loaderprof.examples:LazyResourceDataset",
+        "--epochs",
+        "4",
+        "--num-workers",
+        "2",
+        "--arg",
+        "n=128",
+        "--arg",
+        "open_cost_s=0.2",
+        "--json",
+        str(out),
+    )
     assert run.returncode == 0, run.stderr
     yield run, load(out)

@@ -30,13 +30,17 @@ def test_pids_are_reused_only_when_persistent(lazy_report: tuple[Run, dict[str, 
     assert all(len(s) == 2 for s in p + n)
     assert all(s == p[0] for s in p)
     for i, a in enumerate(n):
-        for b in n[i + 1:]:
+        for b in n[i + 1 :]:
             assert not a & b, "non-persistent epochs must have fresh workers"
     assert report["arms"]["persistent"]["summary"]["workers_reused"] is True
     assert report["arms"]["non_persistent"]["summary"]["workers_reused"] is False
     # Every epoch starts new workers without persistence; only epoch 1 with it.
     assert [bool(e["new_worker_pids"]) for e in _epochs(report, "persistent")] == [
-        True, False, False, False]
+        True,
+        False,
+        False,
+        False,
+    ]
     assert all(e["new_worker_pids"] for e in _epochs(report, "non_persistent"))
 
 
@@ -95,9 +99,24 @@ def test_console_output_states_reuse_and_verdict(lazy_report: tuple[Run, dict[st
 
 def test_worker_uss_covers_a_known_private_allocation(tmp_path: Path) -> None:
     out = tmp_path / "alloc.json"
-    run = run_cli("compare", f"{DATA}:AllocDataset", "--arg", "alloc_mib=64", "--arg", "n=64",
-                  "--epochs", "3", "--num-workers", "2", "--batch-size", "8",
-                  "--sample-interval", "20", "--json", str(out))
+    run = run_cli(
+        "compare",
+        f"{DATA}:AllocDataset",
+        "--arg",
+        "alloc_mib=64",
+        "--arg",
+        "n=64",
+        "--epochs",
+        "3",
+        "--num-workers",
+        "2",
+        "--batch-size",
+        "8",
+        "--sample-interval",
+        "20",
+        "--json",
+        str(out),
+    )
     assert run.returncode == 0, run.stderr
     report = load(out)
     for arm in ("persistent", "non_persistent"):
@@ -116,11 +135,26 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     markers.mkdir()
     out = tmp_path / "spawn.json"
     run = run_cli(
-        "compare", f"{DATA}:make_tiny", "--arg", "n=16", "--mp-context", "spawn",
-        "--epochs", "2", "--num-workers", "2", "--batch-size", "4",
-        "--worker-init-fn", f"{DATA}:marking_worker_init",
-        "--collate-fn", f"{DATA}:marking_collate",
-        "--json", str(out), cwd=tmp_path, env={"LP_TEST_MARKERS": str(markers)},
+        "compare",
+        f"{DATA}:make_tiny",
+        "--arg",
+        "n=16",
+        "--mp-context",
+        "spawn",
+        "--epochs",
+        "2",
+        "--num-workers",
+        "2",
+        "--batch-size",
+        "4",
+        "--worker-init-fn",
+        f"{DATA}:marking_worker_init",
+        "--collate-fn",
+        f"{DATA}:marking_collate",
+        "--json",
+        str(out),
+        cwd=tmp_path,
+        env={"LP_TEST_MARKERS": str(markers)},
     )
     assert run.returncode == 0, run.stderr
     report = load(out)
@@ -131,16 +165,31 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     collates = {int(p.name.split("-")[1]) for p in markers.glob("collate-*")}
     assert inits == pids, "the user's worker_init_fn must run in every worker"
     assert collates == pids, "the user's collate_fn must run in every worker"
-    assert all(e["samples"] == 16 for a in ("persistent", "non_persistent")
-               for e in _epochs(report, a))
+    assert all(
+        e["samples"] == 16 for a in ("persistent", "non_persistent") for e in _epochs(report, a)
+    )
 
 
 def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:
     out = tmp_path / "stream.json"
     # Run from tests/ so `lp_testdata` is importable only through the current directory.
-    run = run_cli("compare", "lp_testdata:Stream", "--arg", "n=96", "--mp-context", "forkserver",
-                  "--epochs", "2", "--num-workers", "2", "--batch-size", "8",
-                  "--json", str(out), cwd=TESTS)
+    run = run_cli(
+        "compare",
+        "lp_testdata:Stream",
+        "--arg",
+        "n=96",
+        "--mp-context",
+        "forkserver",
+        "--epochs",
+        "2",
+        "--num-workers",
+        "2",
+        "--batch-size",
+        "8",
+        "--json",
+        str(out),
+        cwd=TESTS,
+    )
     assert run.returncode == 0, run.stderr
     report = load(out)
     for arm in ("persistent", "non_persistent"):
@@ -150,9 +199,22 @@ def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:
 
 def test_sampling_off_still_times_epochs(tmp_path: Path) -> None:
     out = tmp_path / "nosample.json"
-    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--arg", "n=64",
-                  "--epochs", "2", "--num-workers", "1", "--sample-interval", "0",
-                  "--json", str(out), "--config", str(_config(tmp_path)))
+    run = run_cli(
+        "compare",
+        "loaderprof.examples:CheapDataset",
+        "--arg",
+        "n=64",
+        "--epochs",
+        "2",
+        "--num-workers",
+        "1",
+        "--sample-interval",
+        "0",
+        "--json",
+        str(out),
+        "--config",
+        str(_config(tmp_path)),
+    )
     assert run.returncode == 0, run.stderr
     report = load(out)
     trial = report["arms"]["persistent"]["trials"][0]
@@ -167,15 +229,25 @@ def test_sampling_off_still_times_epochs(tmp_path: Path) -> None:
 
 def _config(tmp_path: Path) -> Path:
     p = tmp_path / "lp.toml"
-    p.write_text('epochs = 7\nbatch_size = 16\n[args]\nn = 48\n')
+    p.write_text("epochs = 7\nbatch_size = 16\n[args]\nn = 48\n")
     return p
 
 
 def test_json_to_stdout_keeps_stdout_parseable(tmp_path: Path) -> None:
     import json
 
-    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--arg", "n=32",
-                  "--epochs", "2", "--num-workers", "1", "--json", "-")
+    run = run_cli(
+        "compare",
+        "loaderprof.examples:CheapDataset",
+        "--arg",
+        "n=32",
+        "--epochs",
+        "2",
+        "--num-workers",
+        "1",
+        "--json",
+        "-",
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert report["schema_version"] == 1
@@ -193,7 +265,6 @@ def test_help_and_version_do_not_import_torch_or_pandas() -> None:
         "heavy = [m for m in ('torch', 'pandas', 'numpy') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "loaderprof 0.1.0" in proc.stdout

@@ -70,8 +70,18 @@ def test_bad_config_key_exit_2(tmp_path: Path) -> None:
 
 def test_exception_in_worker_exit_3_keeps_nothing_running(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    run = run_cli("compare", f"{DATA}:FailingDataset", "--arg", "bad_index=40",
-                  "--epochs", "2", "--batch-size", "8", "--json", str(out))
+    run = run_cli(
+        "compare",
+        f"{DATA}:FailingDataset",
+        "--arg",
+        "bad_index=40",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--json",
+        str(out),
+    )
     assert run.returncode == 3, run.stderr
     line = _one_error_line(run.stderr)
     assert "DataLoader worker 1 raised ValueError: bad sample 40" in line

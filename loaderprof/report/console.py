@@ -70,27 +70,55 @@ def summary_table(report: Report) -> Table:
     p, n = p_arm.summary, n_arm.summary
     c = report.comparison
     t.add_row("workers reused", _reused(p_arm), _reused(n_arm), "")
-    t.add_row("cold epoch (1)", _stat(p.cold_epoch_s, _sec), _stat(n.cold_epoch_s, _sec),
-              _ratio(c.cold_epoch_ratio) if c else "–")
-    t.add_row("steady epoch (2..N)", _stat(p.steady_epoch_s, _sec),
-              _stat(n.steady_epoch_s, _sec), _ratio(c.steady_epoch_ratio) if c else "–",
-              style="bold")
-    t.add_row("first batch (steady)", _stat(p.first_batch_s, _sec),
-              _stat(n.first_batch_s, _sec), _ratio(c.first_batch_ratio) if c else "–")
-    t.add_row("worker start-up", _stat(p.worker_startup_s, _sec),
-              _stat(n.worker_startup_s, _sec), "")
+    t.add_row(
+        "cold epoch (1)",
+        _stat(p.cold_epoch_s, _sec),
+        _stat(n.cold_epoch_s, _sec),
+        _ratio(c.cold_epoch_ratio) if c else "–",
+    )
+    t.add_row(
+        "steady epoch (2..N)",
+        _stat(p.steady_epoch_s, _sec),
+        _stat(n.steady_epoch_s, _sec),
+        _ratio(c.steady_epoch_ratio) if c else "–",
+        style="bold",
+    )
+    t.add_row(
+        "first batch (steady)",
+        _stat(p.first_batch_s, _sec),
+        _stat(n.first_batch_s, _sec),
+        _ratio(c.first_batch_ratio) if c else "–",
+    )
+    t.add_row(
+        "worker start-up", _stat(p.worker_startup_s, _sec), _stat(n.worker_startup_s, _sec), ""
+    )
     t.add_section()
-    t.add_row("peak USS / worker", _stat(p.peak_worker_uss_bytes, _bytes),
-              _stat(n.peak_worker_uss_bytes, _bytes),
-              _delta_bytes(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes))
-    t.add_row("peak PSS total", _stat(p.peak_total_pss_bytes, _bytes),
-              _stat(n.peak_total_pss_bytes, _bytes),
-              _delta_bytes(p.peak_total_pss_bytes, n.peak_total_pss_bytes))
-    t.add_row("idle worker USS held", _stat(p.idle_workers_uss_bytes, _bytes),
-              _stat(n.idle_workers_uss_bytes, _bytes),
-              _delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes), style="bold")
-    t.add_row("(peak RSS / worker)", _bytes_or_dash(_peak_rss(p_arm)),
-              _bytes_or_dash(_peak_rss(n_arm)), "", style="dim")
+    t.add_row(
+        "peak USS / worker",
+        _stat(p.peak_worker_uss_bytes, _bytes),
+        _stat(n.peak_worker_uss_bytes, _bytes),
+        _delta_bytes(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes),
+    )
+    t.add_row(
+        "peak PSS total",
+        _stat(p.peak_total_pss_bytes, _bytes),
+        _stat(n.peak_total_pss_bytes, _bytes),
+        _delta_bytes(p.peak_total_pss_bytes, n.peak_total_pss_bytes),
+    )
+    t.add_row(
+        "idle worker USS held",
+        _stat(p.idle_workers_uss_bytes, _bytes),
+        _stat(n.idle_workers_uss_bytes, _bytes),
+        _delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes),
+        style="bold",
+    )
+    t.add_row(
+        "(peak RSS / worker)",
+        _bytes_or_dash(_peak_rss(p_arm)),
+        _bytes_or_dash(_peak_rss(n_arm)),
+        "",
+        style="dim",
+    )
     t.caption = (
         "median ± half IQR (n) · ratio [95 % bootstrap CI] · USS: memory only that process "
         "holds (a worker's real cost) · PSS: shared pages split among their users · RSS "
@@ -117,15 +145,20 @@ def _pids(pids: tuple[int, ...]) -> str:
 
 
 def epochs_table(report: Report) -> Table:
-    t = Table(title="Epoch wall times (first trial per arm; * = workers started that epoch)",
-              title_justify="left", header_style="bold")
+    t = Table(
+        title="Epoch wall times (first trial per arm; * = workers started that epoch)",
+        title_justify="left",
+        header_style="bold",
+    )
     t.add_column("epoch", justify="right")
     for label in ("persist.", "non-pers."):
         t.add_column(label, justify="right")
         t.add_column("1st batch", justify="right")
         t.add_column("worker PIDs", overflow="fold", min_width=9)
-    trials = [report.arms[n].trials[0] if report.arms[n].trials else None
-              for n in ("persistent", "non_persistent")]
+    trials = [
+        report.arms[n].trials[0] if report.arms[n].trials else None
+        for n in ("persistent", "non_persistent")
+    ]
     n_epochs = max((len(a.epochs) for a in trials if a is not None), default=0)
     for i in range(n_epochs):
         row = [str(i + 1)]
@@ -144,19 +177,37 @@ def epochs_table(report: Report) -> Table:
 
 
 def workers_table(report: Report) -> Table:
-    t = Table(title="Worker processes (times from trial start)", title_justify="left",
-              header_style="bold")
-    for col in ("arm", "pid", "id", "epoch", "start→ready", "first batch", "exit", "batches",
-                "USS", "PSS", "RSS"):
+    t = Table(
+        title="Worker processes (times from trial start)", title_justify="left", header_style="bold"
+    )
+    for col in (
+        "arm",
+        "pid",
+        "id",
+        "epoch",
+        "start→ready",
+        "first batch",
+        "exit",
+        "batches",
+        "USS",
+        "PSS",
+        "RSS",
+    ):
         t.add_column(col, justify="left" if col == "arm" else "right")
     for name in ("persistent", "non_persistent"):
         for trial in report.arms[name].trials:
             for w in trial.workers:
                 t.add_row(
-                    f"{'p' if name == 'persistent' else 'np'}{trial.index + 1}", str(w.pid),
-                    str(w.worker_id), str(w.first_epoch or "–"), fmt_seconds(w.startup_s),
-                    fmt_seconds(w.first_batch_s), fmt_seconds(w.exited_s), str(w.batches),
-                    fmt_bytes(w.peak_uss_bytes), fmt_bytes(w.peak_pss_bytes),
+                    f"{'p' if name == 'persistent' else 'np'}{trial.index + 1}",
+                    str(w.pid),
+                    str(w.worker_id),
+                    str(w.first_epoch or "–"),
+                    fmt_seconds(w.startup_s),
+                    fmt_seconds(w.first_batch_s),
+                    fmt_seconds(w.exited_s),
+                    str(w.batches),
+                    fmt_bytes(w.peak_uss_bytes),
+                    fmt_bytes(w.peak_pss_bytes),
                     fmt_bytes(w.peak_rss_bytes),
                 )
     t.caption = "arm p/np + trial number · peaks over the worker's life"
@@ -166,15 +217,22 @@ def workers_table(report: Report) -> Table:
 def verdict_panel(report: Report) -> RenderableType:
     v = report.verdict
     if v is None:
-        return Panel(Text("No verdict: not enough was measured.", style="bold yellow"),
-                     title="verdict", title_align="left")
+        return Panel(
+            Text("No verdict: not enough was measured.", style="bold yellow"),
+            title="verdict",
+            title_align="left",
+        )
     body = Text()
     body.append(f"{v.recommendation.upper()}  ", style=VERDICT_STYLE[v.recommendation])
     body.append(v.headline)
     for reason in v.reasons:
         body.append(f"\n • {reason}")
-    return Panel(body, title="verdict", title_align="left",
-                 border_style=VERDICT_STYLE[v.recommendation].split()[-1])
+    return Panel(
+        body,
+        title="verdict",
+        title_align="left",
+        border_style=VERDICT_STYLE[v.recommendation].split()[-1],
+    )
 
 
 def render(report: Report, *, verbose: bool = False) -> RenderableType:
@@ -185,8 +243,13 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     for w in report.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     if not report.complete:
-        parts.append(Text("incomplete: some trials failed or were stopped; figures cover "
-                          "the trials that finished", style="bold red"))
+        parts.append(
+            Text(
+                "incomplete: some trials failed or were stopped; figures cover "
+                "the trials that finished",
+                style="bold red",
+            )
+        )
     for e in report.errors:
         parts.append(Text(f"error: {e.message}", style="red"))
     return Group(*parts)

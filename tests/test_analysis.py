@@ -1,0 +1,252 @@
+"""Analysis and assembly on synthetic results: no processes, known answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loaderprof import analysis
+from loaderprof.assemble import assemble_trial
+from loaderprof.config import RunConfig
+from loaderprof.report.console import render
+from loaderprof.report.json_report import to_json
+from loaderprof.results import (
+    EpochResult,
+    Report,
+    Setup,
+    Stat,
+    TrialMemory,
+    TrialResult,
+    from_dict,
+    to_dict,
+)
+from loaderprof.sampler import Sample
+from loaderprof.session import build_report
+
+MiB = 1024 * 1024
+S = 1_000_000_000
+
+
+def _trial(
+    arm: str, walls: list[float], *, idle: int | None, reused: bool, index: int = 0
+) -> TrialResult:
+    epochs = []
+    t = 0.0
+    for i, w in enumerate(walls, start=1):
+        if reused:
+            new = (1, 2) if i == 1 else ()
+            pids = (1, 2)
+        else:
+            pids = (10 * i + 1, 10 * i + 2)
+            new = pids
+        epochs.append(EpochResult(i, t, w, w / 2, 4, 128, 128 / w, pids, new))
+        t += w
+    mem = TrialMemory(
+        200 * MiB, 20 * MiB, 10 * MiB, idle, idle, 150 * MiB, 160 * MiB, 170 * MiB, 50
+    )
+    return TrialResult(
+        arm, index, True, t, 0, Setup(1.0, 1.1, 1.2), tuple(epochs), (), mem, (), 999
+    )
+
+
+def _pair(
+    p_walls: list[float],
+    n_walls: list[float],
+    idle_p: int | None = 20 * MiB,
+    idle_n: int | None = 0,
+) -> tuple[TrialResult, TrialResult]:
+    return (
+        _trial("persistent", p_walls, idle=idle_p, reused=True),
+        _trial("non_persistent", n_walls, idle=idle_n, reused=False),
+    )
+
+
+def _verdict(p_walls: list[float], n_walls: list[float], **kw: int | None) -> str:
+    p, n = _pair(p_walls, n_walls, **kw)
+    ps, ns = analysis.summarize_arm([p]), analysis.summarize_arm([n])
+    c = analysis.compare([p], [n], ps, ns, seed=0, train_epochs=10)
+    return analysis.verdict(c, ps, min_gain=0.05).recommendation
+
+
+def test_stat_quartiles() -> None:
+    s = Stat.of([1, 2, 3, 4, 5])
+    assert s is not None
+    assert (s.median, s.q1, s.q3, s.min, s.max, s.n) == (3, 2, 4, 1, 5, 5)
+    assert s.iqr == 2
+    assert Stat.of([]) is None
+    one = Stat.of([7.0])
+    assert one is not None and one.iqr == 0 and one.n == 1
+
+
+def test_cold_and_steady_are_kept_apart() -> None:
+    p, _ = _pair([5.0, 1.0, 1.2, 0.8], [5.0, 5.0, 5.0, 5.0])
+    s = analysis.summarize_arm([p])
+    assert s.cold_epoch_s is not None and s.cold_epoch_s.median == 5.0
+    assert s.steady_epoch_s is not None and s.steady_epoch_s.median == 1.0
+    assert s.steady_epoch_s.n == 3
+
+
+def test_workers_reused_detection() -> None:
+    p, n = _pair([1, 1, 1], [1, 1, 1])
+    assert analysis.workers_reused([p]) is True
+    assert analysis.workers_reused([n]) is False
+
+
+def test_bootstrap_interval_is_seeded_and_brackets() -> None:
+    a = [1.0, 1.1, 0.9, 1.05, 0.95]
+    b = [2.0, 2.1, 1.9, 2.05, 1.95]
+    r1 = analysis.bootstrap_ratio(a, b, seed=3)
+    r2 = analysis.bootstrap_ratio(a, b, seed=3)
+    assert r1 == r2
+    assert r1 is not None and r1.ci_low <= r1.value <= r1.ci_high
+    assert r1.value == pytest.approx(0.5)
+    assert r1.ci_high < 0.6
+
+
+@pytest.mark.parametrize(
+    ("cold_extra", "saved", "expected"),
+    [
+        (0.0, 0.2, 2),
+        (-1.0, 0.2, 2),
+        (0.3, 0.2, 3),
+        (0.4, 0.2, 3),
+        (0.41, 0.2, 4),
+        (1.0, 0.0, None),
+        (0.0, -0.1, None),
+    ],
+)
+def test_break_even(cold_extra: float, saved: float, expected: int | None) -> None:
+    assert analysis.break_even_epochs(cold_extra, saved) == expected
+
+
+def test_verdict_enable_when_clearly_faster() -> None:
+    assert _verdict([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0]) == "enable"
+
+
+def test_verdict_keep_off_when_no_gain_but_memory_held() -> None:
+    assert _verdict([3.0, 1.0, 1.2, 0.8, 1.1], [3.0, 1.05, 0.85, 1.15, 0.95]) == "keep_off"
+
+
+def test_verdict_keep_off_when_slower() -> None:
+    assert _verdict([3.0, 2.0, 2.02, 1.98, 2.0], [3.0, 1.0, 1.01, 0.99, 1.0]) == "keep_off"
+
+
+def test_verdict_neutral_when_no_gain_and_no_memory() -> None:
+    assert (
+        _verdict([3.0, 1.0, 1.2, 0.8, 1.1], [3.0, 1.05, 0.85, 1.15, 0.95], idle_p=0, idle_n=0)
+        == "neutral"
+    )
+
+
+def test_verdict_neutral_when_gain_is_real_but_small() -> None:
+    assert _verdict([3.0, 0.98, 0.981, 0.979, 0.98], [3.0, 1.0, 1.001, 0.999, 1.0]) == "neutral"
+
+
+def test_comparison_figures() -> None:
+    p, n = _pair([3.0, 1.0, 1.0, 1.0], [3.0, 1.5, 1.5, 1.5])
+    ps, ns = analysis.summarize_arm([p]), analysis.summarize_arm([n])
+    c = analysis.compare([p], [n], ps, ns, seed=0, train_epochs=11)
+    assert c.saved_s_per_epoch == pytest.approx(0.5)
+    assert c.saved_s_total == pytest.approx(5.0)
+    assert c.extra_idle_memory_bytes == 20 * MiB
+    assert c.break_even_epochs == 2
+
+
+def test_report_roundtrip_and_render() -> None:
+    p, n = _pair([3.0, 1.0, 1.0, 1.0], [3.0, 1.5, 1.4, 1.6])
+    cfg = RunConfig(dataset="a:B", epochs=4)
+    report = build_report(cfg, [p, n], imported={"torch": "x", "start_method": "fork"})
+    data = json.loads(to_json(report))
+    back = from_dict(Report, data)
+    assert to_dict(back) == data
+    assert back.arms["persistent"].trials[0].epochs[1].worker_pids == (1, 2)
+    # Rendering is a pure function of the report and must not fail.
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    console.print(render(back, verbose=True))
+    assert "idle worker USS held" in console.export_text()
+
+
+def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:
+    return {"ev": ev, "t": int(t * S), "pid": pid, **kw}
+
+
+def test_assemble_assigns_batches_to_epoch_windows() -> None:
+    events = [
+        _ev("child_start", 0.1),
+        _ev("imported", 1.0),
+        _ev("dataset_built", 1.1),
+        _ev("loader_built", 1.2),
+        _ev("epoch_start", 2.0, epoch=1),
+        _ev("worker_init", 2.05, pid=201, worker_id=0, proc_start=int(2.01 * S)),
+        _ev("worker_ready", 2.06, pid=201, worker_id=0),
+        _ev("batch", 2.10, pid=201, worker_id=0, start=int(2.09 * S), n=8),
+        _ev("first_batch", 2.11, epoch=1),
+        _ev("batch", 2.20, pid=201, worker_id=0, start=int(2.19 * S), n=5),
+        _ev("epoch_end", 2.30, epoch=1, batches=2),
+        _ev("idle_start", 2.31, epoch=1),
+        _ev("idle_end", 2.50, epoch=1),
+        _ev("epoch_start", 3.0, epoch=2),
+        _ev("batch", 3.10, pid=201, worker_id=0, start=int(3.09 * S), n=8),
+        _ev("first_batch", 3.12, epoch=2),
+        _ev("epoch_end", 3.40, epoch=2, batches=1),
+        _ev("idle_start", 3.41, epoch=2),
+        _ev("idle_end", 3.60, epoch=2),
+        _ev("worker_exit", 3.70, pid=201, worker_id=0),
+        _ev("trial_end", 3.80),
+    ]
+    samples = [
+        Sample(0, int(2.15 * S), 100, 1, 300, 100, 200),
+        Sample(0, int(2.15 * S), 201, 100, 90, 40, 60),
+        Sample(1, int(2.40 * S), 100, 1, 300, 100, 200),
+        Sample(1, int(2.40 * S), 201, 100, 95, 50, 70),
+        Sample(2, int(3.50 * S), 201, 100, 99, 30, 65),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=int(4 * S),
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=samples,
+    )
+    assert r.complete
+    assert [e.samples for e in r.epochs] == [13, 8]
+    assert r.epochs[0].wall_s == pytest.approx(0.3)
+    assert r.epochs[0].first_batch_s == pytest.approx(0.11)
+    assert r.epochs[0].new_worker_pids == (201,) and r.epochs[1].new_worker_pids == ()
+    (w,) = r.workers
+    assert w.started_s == pytest.approx(2.01) and w.ready_s == pytest.approx(2.06)
+    assert w.first_batch_s == pytest.approx(2.10) and w.exited_s == pytest.approx(3.70)
+    assert (w.peak_uss_bytes, w.peak_pss_bytes, w.peak_rss_bytes) == (50, 70, 99)
+    assert r.memory.peak_total_pss_bytes == 270
+    # Idle windows: epoch 1 pause sees 50, epoch 2 pause sees 30; median 40.
+    assert r.memory.idle_workers_uss_bytes == 40
+    assert r.memory.peak_main_pss_bytes == 200
+    roles = {t.pid: t.role for t in r.timeline}
+    assert roles == {100: "main", 201: "worker"}
+
+
+def test_assemble_marks_failed_trial_incomplete() -> None:
+    events = [
+        _ev("epoch_start", 1.0, epoch=1),
+        _ev("epoch_end", 2.0, epoch=1, batches=1),
+        _ev("epoch_start", 2.5, epoch=2),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=3 * S,
+        main_pid=1,
+        returncode=3,
+        events=events,
+        samples=[],
+    )
+    assert not r.complete
+    assert len(r.epochs) == 1  # the unfinished epoch is not a measurement
+    assert r.memory.peak_total_pss_bytes is None
