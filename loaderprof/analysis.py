@@ -72,6 +72,7 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         idle_workers_pss_bytes=mem("idle_workers_pss_bytes"),
         workers_reused=workers_reused(measured),
         worker_processes=sum(len(t.workers) for t in measured),
+        peak_main_pss_bytes=mem("peak_main_pss_bytes"),
     )
 
 

@@ -120,7 +120,7 @@ def assemble_trial(
         if first_epoch is None:
             known = [s for s in served if s is not None]
             first_epoch = min(known) if known else None
-        series = per_pid.get(pid)
+        series = per_pid.get(pid, [])
         exited = exits.get(pid, gone.get(pid))
         workers.append(
             WorkerResult(
@@ -134,9 +134,10 @@ def assemble_trial(
                 exited_s=rel(exited),
                 batches=len(bevs),
                 samples=sum(int(b.get("n", 0)) for b in bevs),
-                peak_rss_bytes=max(s.rss for s in series) if series else None,
-                peak_uss_bytes=max(s.uss for s in series) if series else None,
-                peak_pss_bytes=max(s.pss for s in series) if series else None,
+                peak_rss_bytes=max((s.rss for s in series), default=None),
+                peak_uss_bytes=_peak(s.uss for s in series),
+                peak_pss_bytes=_peak(s.pss for s in series),
+                uss_samples=sum(1 for s in series if s.uss is not None),
             )
         )
 
@@ -174,6 +175,10 @@ def assemble_trial(
     )
 
 
+def _peak(values: Iterable[int | None]) -> int | None:
+    return max((v for v in values if v is not None), default=None)
+
+
 def _per_process(samples: Iterable[Sample]) -> dict[int, list[Sample]]:
     out: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
@@ -197,23 +202,30 @@ def _memory(
 ) -> TrialMemory:
     if not samples:
         return TrialMemory(None, None, None, None, None, None, None, None, 0)
+    # Only deep ticks (every process read with USS/PSS) can be summed.
     ticks: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
         ticks[s.tick].append(s)
-    total_pss = max(sum(s.pss for s in group) for group in ticks.values())
-    workers_uss = max(
-        (sum(s.uss for s in group if s.pid in worker_pids) for group in ticks.values()), default=0
-    )
-    worker_peaks = [max(s.uss for s in per_pid[p]) for p in worker_pids if p in per_pid]
+    deep = [g for g in ticks.values() if all(s.uss is not None for s in g)]
 
+    def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int:
+        return sum(getattr(s, attr) or 0 for s in group if only is None or s.pid in only)
+
+    total_pss = max((total(g, "pss") for g in deep), default=None)
+    workers_uss = max((total(g, "uss", worker_pids) for g in deep), default=None)
+    worker_peaks = [
+        p
+        for p in (_peak(s.uss for s in per_pid.get(pid, [])) for pid in worker_pids)
+        if p is not None
+    ]
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi in idle_windows:
-        in_window = [g for g in ticks.values() if lo <= g[0].t_ns <= hi]
+        in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
         if not in_window:
             continue
-        idle_uss.append(max(sum(s.uss for s in g if s.pid in worker_pids) for g in in_window))
-        idle_pss.append(max(sum(s.pss for s in g if s.pid in worker_pids) for g in in_window))
+        idle_uss.append(max(total(g, "uss", worker_pids) for g in in_window))
+        idle_pss.append(max(total(g, "pss", worker_pids) for g in in_window))
     main = per_pid.get(main_pid, [])
     return TrialMemory(
         peak_total_pss_bytes=total_pss,
@@ -221,8 +233,8 @@ def _memory(
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,
-        peak_main_uss_bytes=max((s.uss for s in main), default=None),
-        peak_main_pss_bytes=max((s.pss for s in main), default=None),
+        peak_main_uss_bytes=_peak(s.uss for s in main),
+        peak_main_pss_bytes=_peak(s.pss for s in main),
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
     )

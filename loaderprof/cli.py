@@ -217,6 +217,14 @@ def compare(
         float | None,
         typer.Option(help="Memory sampling interval in ms; 0 turns sampling off (default: 50)."),
     ] = None,
+    uss_interval: Annotated[
+        float | None,
+        typer.Option(
+            help="USS/PSS sampling interval in ms while an epoch is timed (reading them walks "
+            "page tables and slows the loader; between epochs every sample has them) "
+            "(default: 500)."
+        ),
+    ] = None,
     idle_ms: Annotated[
         float | None,
         typer.Option(
@@ -287,6 +295,7 @@ def compare(
         "worker_init_fn": worker_init_fn,
         "step_ms": step_ms,
         "sample_interval_ms": sample_interval,
+        "uss_interval_ms": uss_interval,
         "idle_ms": idle_ms,
         "trials": trials,
         "seed": seed,

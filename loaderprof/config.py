@@ -54,6 +54,8 @@ class RunConfig:
     # accelerator computes while the CPU is free for the workers).
     step_ms: float = 0.0
     sample_interval_ms: float = 50.0
+    # USS/PSS (a page-table walk) while an epoch is timed; every sample outside.
+    uss_interval_ms: float = 500.0
     # Pause after each epoch (outside epoch timing) so the sampler sees what
     # workers hold between epochs; None means 3 sample intervals.
     idle_ms: float | None = None
@@ -80,7 +82,15 @@ _RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
 CONFIG_KEYS = frozenset(_LOADER_KEYS | _RUN_KEYS | {"args"})
 
 _INT_KEYS = {"num_workers", "prefetch_factor", "epochs", "trials", "seed"}
-_FLOAT_KEYS = {"timeout", "step_ms", "sample_interval_ms", "idle_ms", "trial_timeout_s", "min_gain"}
+_FLOAT_KEYS = {
+    "timeout",
+    "step_ms",
+    "sample_interval_ms",
+    "uss_interval_ms",
+    "idle_ms",
+    "trial_timeout_s",
+    "min_gain",
+}
 _BOOL_KEYS = {"pin_memory", "shuffle", "drop_last"}
 _STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn"}
 
@@ -228,6 +238,8 @@ def validate(cfg: RunConfig) -> None:
             f"--sample-interval {cfg.sample_interval_ms:g} ms is too fast to measure honestly "
             "(each sample reads /proc for every process); use ≥ 5 ms or 0 to turn sampling off"
         )
+    if cfg.uss_interval_ms < 0:
+        raise UsageError(f"--uss-interval must be ≥ 0 ms, got {cfg.uss_interval_ms}")
     if cfg.idle_ms is not None and cfg.idle_ms < 0:
         raise UsageError(f"--idle-ms must be ≥ 0, got {cfg.idle_ms}")
     if cfg.trial_timeout_s <= 0:

@@ -84,6 +84,9 @@ class WorkerResult:
     peak_rss_bytes: int | None
     peak_uss_bytes: int | None
     peak_pss_bytes: int | None
+    # Deep (USS/PSS) samples behind the peaks: a worker that lived shorter
+    # than the USS interval may have only its first-sight sample.
+    uss_samples: int = 0
 
     @property
     def startup_s(self) -> float | None:
@@ -101,8 +104,9 @@ class ProcessTimeline:
     worker_id: int | None
     t_s: tuple[float, ...]
     rss_bytes: tuple[int, ...]
-    uss_bytes: tuple[int, ...]
-    pss_bytes: tuple[int, ...]
+    # None where the tick read RSS only (see sampler: USS/PSS are rarer in epochs).
+    uss_bytes: tuple[int | None, ...]
+    pss_bytes: tuple[int | None, ...]
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,7 @@ class ArmSummary:
     # False: every epoch had a fresh set. None: could not tell.
     workers_reused: bool | None
     worker_processes: int
+    peak_main_pss_bytes: Stat | None = None
 
 
 @dataclass(frozen=True)

@@ -117,18 +117,26 @@ def run_trial(
         )
         try:
             if cfg.sample_interval_ms > 0:
-                sampler = TreeSampler(proc.pid, cfg.sample_interval_ms / 1000)
+                sampler = TreeSampler(
+                    proc.pid, cfg.sample_interval_ms / 1000, cfg.uss_interval_ms / 1000
+                )
                 sampler.start()
             deadline = time.monotonic() + cfg.trial_timeout_s
             while proc.poll() is None:
                 for ev in reader.read_new():
                     collected.append(ev)
+                    if sampler is not None:
+                        if ev["ev"] == "epoch_start":
+                            sampler.epoch_started()
+                        elif ev["ev"] in ("epoch_end", "error"):
+                            sampler.epoch_ended()
                     if on_event is not None:
                         on_event(ev)
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
-                time.sleep(0.05)
+                # Short poll: the sampler learns of epoch boundaries from here.
+                time.sleep(0.01)
         except BaseException as exc:  # KeyboardInterrupt / our signal exception
             interrupted = exc
         finally:

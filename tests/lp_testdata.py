@@ -21,9 +21,10 @@ class AllocDataset(Dataset[torch.Tensor]):
     """Each worker process allocates and touches `alloc_mib` MiB of private memory
     on first use and keeps it (so a persistent worker holds it between epochs)."""
 
-    def __init__(self, n: int = 64, alloc_mib: int = 64) -> None:
+    def __init__(self, n: int = 64, alloc_mib: int = 64, item_sleep_s: float = 0.0) -> None:
         self.n = n
         self.alloc_mib = alloc_mib
+        self.item_sleep_s = item_sleep_s
         self._owner: int | None = None
         self._block: bytes = b""
 
@@ -35,6 +36,8 @@ class AllocDataset(Dataset[torch.Tensor]):
             # b"Z" * n writes every byte, so every page is resident and private.
             self._block = b"Z" * (self.alloc_mib * MiB)
             self._owner = os.getpid()
+        if self.item_sleep_s:
+            time.sleep(self.item_sleep_s)
         return torch.tensor([index], dtype=torch.float32)
 
 

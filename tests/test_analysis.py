@@ -231,6 +231,38 @@ def test_assemble_assigns_batches_to_epoch_windows() -> None:
     assert roles == {100: "main", 201: "worker"}
 
 
+def test_assemble_sums_only_deep_ticks() -> None:
+    events = [
+        _ev("epoch_start", 1.0, epoch=1),
+        _ev("worker_init", 1.01, pid=201, worker_id=0),
+        _ev("epoch_end", 2.0, epoch=1, batches=0),
+        _ev("trial_end", 2.1),
+    ]
+    samples = [
+        Sample(0, int(1.1 * S), 100, 1, 300, 100, 200),
+        Sample(0, int(1.1 * S), 201, 100, 90, 40, 60),
+        # A shallow tick: RSS only. It raises the RSS peak but cannot enter sums.
+        Sample(1, int(1.2 * S), 100, 1, 900, None, None),
+        Sample(1, int(1.2 * S), 201, 100, 95, None, None),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=3 * S,
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=samples,
+    )
+    assert r.memory.peak_total_pss_bytes == 260
+    assert r.memory.peak_main_rss_bytes == 900
+    (w,) = r.workers
+    assert (w.peak_rss_bytes, w.peak_uss_bytes, w.uss_samples) == (95, 40, 1)
+    main = next(t for t in r.timeline if t.role == "main")
+    assert main.uss_bytes == (100, None)
+
+
 def test_assemble_marks_failed_trial_incomplete() -> None:
     events = [
         _ev("epoch_start", 1.0, epoch=1),

@@ -106,6 +106,10 @@ def test_worker_uss_covers_a_known_private_allocation(tmp_path: Path) -> None:
         "alloc_mib=64",
         "--arg",
         "n=64",
+        # Each worker lives ≥ 32 × 10 ms, so deep samples every 20 ms see it
+        # after it has allocated.
+        "--arg",
+        "item_sleep_s=0.01",
         "--epochs",
         "3",
         "--num-workers",
@@ -113,6 +117,8 @@ def test_worker_uss_covers_a_known_private_allocation(tmp_path: Path) -> None:
         "--batch-size",
         "8",
         "--sample-interval",
+        "20",
+        "--uss-interval",
         "20",
         "--json",
         str(out),
@@ -210,6 +216,7 @@ def test_sampling_off_still_times_epochs(tmp_path: Path) -> None:
         "1",
         "--sample-interval",
         "0",
+        "--pin-memory",
         "--json",
         str(out),
         "--config",
@@ -225,6 +232,12 @@ def test_sampling_off_still_times_epochs(tmp_path: Path) -> None:
     assert report["config"]["loader"]["batch_size"] == 16
     assert report["config"]["epochs"] == 2
     assert "unknown" in report["verdict"]["reasons"][-1]
+    # No accelerator here: --pin-memory falls back and says so.
+    import torch
+
+    if not torch.cuda.is_available():
+        assert any("--pin-memory" in w for w in report["warnings"])
+        assert "--pin-memory asked for" in run.stdout
 
 
 def _config(tmp_path: Path) -> Path:

@@ -28,6 +28,10 @@ def _sec(v: float) -> str:
     return fmt_seconds(v)
 
 
+def _rate(v: float) -> str:
+    return f"{v:,.0f}"
+
+
 def _bytes(v: float) -> str:
     return fmt_bytes(v)
 
@@ -90,6 +94,12 @@ def summary_table(report: Report) -> Table:
         _ratio(c.first_batch_ratio) if c else "–",
     )
     t.add_row(
+        "steady samples/s",
+        _stat(p.steady_samples_per_s, _rate),
+        _stat(n.steady_samples_per_s, _rate),
+        "",
+    )
+    t.add_row(
         "worker start-up", _stat(p.worker_startup_s, _sec), _stat(n.worker_startup_s, _sec), ""
     )
     t.add_section()
@@ -111,6 +121,12 @@ def summary_table(report: Report) -> Table:
         _stat(n.idle_workers_uss_bytes, _bytes),
         _delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes),
         style="bold",
+    )
+    t.add_row(
+        "main process peak PSS",
+        _stat(p.peak_main_pss_bytes, _bytes),
+        _stat(n.peak_main_pss_bytes, _bytes),
+        _delta_bytes(p.peak_main_pss_bytes, n.peak_main_pss_bytes),
     )
     t.add_row(
         "(peak RSS / worker)",

@@ -1,0 +1,164 @@
+"""How much does loaderprof disturb what it measures, and what does a verdict cost?
+
+Measured side by side in one run, in interleaved rounds, on this machine:
+
+1. Sampler observer effect: median steady epoch with the parent's psutil sampler
+   on (--sample-interval, default 50 ms) ÷ with it off (0), per arm.
+2. Probe effect: loaderprof's measured steady epoch with sampling off ÷ the same
+   DataLoader timed by a plain loop with no probes, in a fresh interpreter.
+3. Time-to-verdict overhead: compare's total wall ÷ the sum of its measured
+   epoch walls (interpreter + torch import per trial, dataset build, pauses).
+
+    python benchmarks/observer_effect.py --rounds 3 --out benchmarks/results/observer_effect.json
+
+Ratios carry a seeded bootstrap 95 % interval over rounds × steady epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from loaderprof.analysis import bootstrap_ratio
+from loaderprof.config import build_config
+from loaderprof.results import Report
+from loaderprof.session import run_compare
+
+DATASET = "loaderprof.examples:CheapDataset"
+
+RAW_LOOP = """
+import json, sys, time, torch
+from torch.utils.data import DataLoader
+from loaderprof.examples import CheapDataset
+n, workers, batch, epochs, persistent = map(int, sys.argv[1:6])
+torch.manual_seed(0)
+loader = DataLoader(CheapDataset(n=n), batch_size=batch, num_workers=workers,
+                    persistent_workers=bool(persistent))
+walls = []
+for _ in range(epochs):
+    t = time.monotonic()
+    for _b in loader:
+        pass
+    walls.append(time.monotonic() - t)
+print(json.dumps(walls))
+"""
+
+
+def steady(report: Report, arm: str) -> list[float]:
+    return [e.wall_s for t in report.arms[arm].trials for e in t.epochs if e.epoch >= 2]
+
+
+def raw_steady(n: int, workers: int, batch: int, epochs: int, persistent: bool) -> list[float]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RAW_LOOP,
+            str(n),
+            str(workers),
+            str(batch),
+            str(epochs),
+            str(int(persistent)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    walls: list[float] = json.loads(out.stdout)
+    return walls[1:]
+
+
+def fmt_ratio(r: Any) -> str:
+    return "–" if r is None else f"{r.value:.3f} [{r.ci_low:.3f}–{r.ci_high:.3f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--n", type=int, default=8192, help="samples per epoch")
+    ap.add_argument("--num-workers", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--sample-interval", type=float, default=50.0)
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+
+    common = {
+        "dataset": DATASET,
+        "args": {"n": a.n},
+        "epochs": a.epochs,
+        "num_workers": a.num_workers,
+        "batch_size": a.batch_size,
+    }
+    cfg_on = build_config({**common, "sample_interval_ms": a.sample_interval})
+    cfg_off = build_config({**common, "sample_interval_ms": 0.0})
+
+    on: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
+    off: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
+    raw: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
+    overhead: list[float] = []
+    for r in range(a.rounds):
+        # Alternate which goes first so drift falls on both.
+        order = [("on", cfg_on), ("off", cfg_off)]
+        if r % 2:
+            order.reverse()
+        for label, cfg in order:
+            start = time.monotonic()
+            report = run_compare(cfg)
+            total = time.monotonic() - start
+            epoch_sum = sum(
+                e.wall_s for arm in report.arms.values() for t in arm.trials for e in t.epochs
+            )
+            overhead.append(total / epoch_sum)
+            for arm in on:
+                (on if label == "on" else off)[arm].extend(steady(report, arm))
+        for arm in raw:
+            raw[arm].extend(
+                raw_steady(a.n, a.num_workers, a.batch_size, a.epochs, arm == "persistent")
+            )
+        print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+
+    results: dict[str, Any] = {"config": vars(a) | {"out": str(a.out)}, "arms": {}}
+    print(
+        f"\nloaderprof observer effect · {DATASET} n={a.n} · {a.num_workers} workers · "
+        f"batch {a.batch_size} · {a.epochs} epochs · {a.rounds} rounds\n"
+    )
+    print(f"{'arm':<16}{'sampling on ÷ off':>28}{'probes ÷ plain loop':>30}")
+    for arm in on:
+        s = bootstrap_ratio(on[arm], off[arm], seed=1)
+        p = bootstrap_ratio(off[arm], raw[arm], seed=2)
+        print(f"{arm:<16}{fmt_ratio(s):>28}{fmt_ratio(p):>30}")
+        results["arms"][arm] = {
+            "sampling_ratio": None if s is None else vars(s),
+            "probe_ratio": None if p is None else vars(p),
+            "steady_median_s": {
+                "sampling_on": statistics.median(on[arm]),
+                "sampling_off": statistics.median(off[arm]),
+                "plain_loop": statistics.median(raw[arm]),
+            },
+            "n": len(on[arm]),
+        }
+    med = statistics.median(overhead)
+    print(
+        f"\ntime-to-verdict: compare wall ÷ measured epoch walls = {med:.2f} "
+        f"(min {min(overhead):.2f}, max {max(overhead):.2f}, n={len(overhead)})"
+    )
+    results["time_to_verdict_ratio"] = {
+        "median": med,
+        "min": min(overhead),
+        "max": max(overhead),
+        "n": len(overhead),
+    }
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Cheap reads of /proc for the sampler (Linux), with psutil as the fallback.
+
+One sample of one process is one read of /proc/PID/smaps_rollup, which gives
+RSS, PSS and the private (USS) pages together; psutil's memory_full_info()
+reads the same file plus statm and parses more. Children are found through
+/proc/PID/task/TID/children instead of scanning every process on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import psutil
+
+_HAS_CHILDREN_FILE = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+_HAS_ROLLUP = os.path.exists(f"/proc/{os.getpid()}/smaps_rollup")
+
+
+@dataclass(frozen=True)
+class Mem:
+    rss: int
+    uss: int
+    pss: int
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of `pid` (all threads' children)."""
+    if not _HAS_CHILDREN_FILE:
+        try:
+            return [c.pid for c in psutil.Process(pid).children()]
+        except psutil.Error:
+            return []
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out.extend(int(x) for x in f.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def tree(root: int) -> list[int]:
+    """`root` and all its descendants, breadth first."""
+    seen = [root]
+    i = 0
+    while i < len(seen):
+        for c in children(seen[i]):
+            if c not in seen:
+                seen.append(c)
+        i += 1
+    return seen
+
+
+def memory(pid: int) -> Mem | None:
+    """RSS, USS and PSS of `pid` in bytes; None if it is gone or a zombie."""
+    if not _HAS_ROLLUP:
+        try:
+            m = psutil.Process(pid).memory_full_info()
+        except psutil.Error:
+            return None
+        return Mem(m.rss, m.uss, getattr(m, "pss", m.uss))
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    rss = pss = private = 0
+    for line in data.splitlines():
+        key, _, rest = line.partition(b":")
+        if key == b"Rss":
+            rss = int(rest.split()[0]) * 1024
+        elif key == b"Pss":
+            pss = int(rest.split()[0]) * 1024
+        elif key in (b"Private_Clean", b"Private_Dirty", b"Private_Hugetlb"):
+            private += int(rest.split()[0]) * 1024
+    if rss == 0 and not data:
+        return None  # a zombie has no address space left
+    return Mem(rss, private, pss)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def rss(pid: int) -> int | None:
+    """Resident set size from /proc/PID/statm: kernel counters, no page walk, no lock."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            fields = f.read().split()
+        return int(fields[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        try:
+            return int(psutil.Process(pid).memory_info().rss)
+        except psutil.Error:
+            return None
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return int(stat.rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
