@@ -30,20 +30,29 @@ def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
     return [t for t in trials if t.epochs]
 
 
+def cold_walls(trials: Sequence[TrialResult]) -> list[float]:
+    return [t.epochs[0].wall_s for t in _measured(trials) if t.epochs[0].epoch == 1]
+
+
+def steady_walls(trials: Sequence[TrialResult]) -> list[float]:
+    return [e.wall_s for t in _measured(trials) for e in t.epochs if e.epoch >= 2]
+
+
+def steady_first_batches(trials: Sequence[TrialResult]) -> list[float]:
+    return [
+        e.first_batch_s
+        for t in _measured(trials)
+        for e in t.epochs
+        if e.epoch >= 2 and e.first_batch_s is not None
+    ]
+
+
 def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
     measured = _measured(trials)
-    cold = [t.epochs[0].wall_s for t in measured if t.epochs[0].epoch == 1]
-    steady = [e.wall_s for t in measured for e in t.epochs if e.epoch >= 2]
     cold_fb = [
         t.epochs[0].first_batch_s
         for t in measured
         if t.epochs[0].epoch == 1 and t.epochs[0].first_batch_s is not None
-    ]
-    steady_fb = [
-        e.first_batch_s
-        for t in measured
-        for e in t.epochs
-        if e.epoch >= 2 and e.first_batch_s is not None
     ]
     sps = [
         e.samples_per_s
@@ -59,9 +68,9 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
 
     return ArmSummary(
         trials=len(measured),
-        cold_epoch_s=Stat.of(cold),
-        steady_epoch_s=Stat.of(steady),
-        first_batch_s=Stat.of(steady_fb),
+        cold_epoch_s=Stat.of(cold_walls(measured)),
+        steady_epoch_s=Stat.of(steady_walls(measured)),
+        first_batch_s=Stat.of(steady_first_batches(measured)),
         cold_first_batch_s=Stat.of(cold_fb),
         worker_startup_s=Stat.of(startup),
         steady_samples_per_s=Stat.of(sps),
@@ -138,20 +147,6 @@ def compare(
     seed: int,
     train_epochs: int,
 ) -> Comparison:
-    def steady(trials: Sequence[TrialResult]) -> list[float]:
-        return [e.wall_s for t in _measured(trials) for e in t.epochs if e.epoch >= 2]
-
-    def cold(trials: Sequence[TrialResult]) -> list[float]:
-        return [t.epochs[0].wall_s for t in _measured(trials) if t.epochs[0].epoch == 1]
-
-    def first_batch(trials: Sequence[TrialResult]) -> list[float]:
-        return [
-            e.first_batch_s
-            for t in _measured(trials)
-            for e in t.epochs
-            if e.epoch >= 2 and e.first_batch_s is not None
-        ]
-
     saved = None
     if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
         saved = np_sum.steady_epoch_s.median - p_sum.steady_epoch_s.median
@@ -162,7 +157,7 @@ def compare(
     def diff(a: Stat | None, b: Stat | None) -> int | None:
         return None if a is None or b is None else int(a.median - b.median)
 
-    steady_ratio = bootstrap_ratio(steady(persistent), steady(non_persistent), seed)
+    steady_ratio = bootstrap_ratio(steady_walls(persistent), steady_walls(non_persistent), seed)
     # Break-even and totals only count a saving the interval supports.
     significant = steady_ratio is not None and steady_ratio.ci_high < 1.0
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
@@ -171,9 +166,11 @@ def compare(
         total = saved * (train_epochs - 1) - max(0.0, cold_extra)
     return Comparison(
         steady_epoch_ratio=steady_ratio,
-        cold_epoch_ratio=bootstrap_ratio(cold(persistent), cold(non_persistent), seed + 1),
+        cold_epoch_ratio=bootstrap_ratio(
+            cold_walls(persistent), cold_walls(non_persistent), seed + 1
+        ),
         first_batch_ratio=bootstrap_ratio(
-            first_batch(persistent), first_batch(non_persistent), seed + 2
+            steady_first_batches(persistent), steady_first_batches(non_persistent), seed + 2
         ),
         saved_s_per_epoch=saved,
         extra_idle_memory_bytes=diff(p_sum.idle_workers_uss_bytes, np_sum.idle_workers_uss_bytes),
