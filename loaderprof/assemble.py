@@ -201,7 +201,7 @@ def _memory(
     idle_windows: Sequence[tuple[int, int]],
 ) -> TrialMemory:
     if not samples:
-        return TrialMemory(None, None, None, None, None, None, None, None, 0)
+        return TrialMemory(None, None, None, None, None, None, None, None, 0, 0)
     # Only deep ticks (every process read with USS/PSS) can be summed.
     ticks: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
@@ -237,4 +237,5 @@ def _memory(
         peak_main_pss_bytes=_peak(s.pss for s in main),
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
+        deep_samples=len(deep),
     )

@@ -127,6 +127,8 @@ class TrialMemory:
     peak_main_pss_bytes: int | None
     peak_main_rss_bytes: int | None
     samples: int
+    # Ticks that read USS/PSS of every process (the rest read RSS only).
+    deep_samples: int = 0
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,17 @@ and PSS (shared pages split among their users: sums to the true total) need
 lock. DataLoader batches travel through shared memory that is mapped and
 unmapped for every batch, so frequent walks stall the loader itself
 (measured: smaps every 50 ms doubled a 0.23 s epoch; statm every 50 ms did not
-change it). Deep samples are therefore taken every `deep_interval_s` while an
-epoch is being timed, on every tick outside epochs (set-up, the idle pauses
-between epochs, where the memory held by persistent workers is measured), and
-once as soon as a new process appears.
+change it). So while an epoch is timed a deep sample of the whole tree is
+taken only when memory moves or time passes:
+
+* a process appeared (its first sample is deep);
+* some process's RSS rose above its high-water mark at the last deep sample by
+  more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
+* `deep_interval_s` passed (catches USS that grows without RSS growing, such
+  as copy-on-write pages turning private).
+
+Outside timed epochs (set-up, the idle pauses between epochs, where the memory
+held by persistent workers is measured) every tick is deep.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ import time
 from dataclasses import dataclass
 
 from loaderprof import procfs
+
+# Relative and absolute RSS rise over the last deep high-water mark that
+# triggers a deep sample inside an epoch.
+GROWTH_TRIGGER = 0.03
+GROWTH_TRIGGER_MIN_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,7 +64,9 @@ class TreeSampler(threading.Thread):
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
         self._known: set[int] = set()
+        self._deep_hw: dict[int, int] = {}
         self._last_deep = 0.0
+        self.deep_ticks = 0
 
     def epoch_started(self) -> None:
         self._in_epoch.set()
@@ -69,10 +83,7 @@ class TreeSampler(threading.Thread):
         next_t = time.monotonic()
         while not self._stop_event.is_set():
             began = time.monotonic()
-            deep = not self._in_epoch.is_set() or began - self._last_deep >= self.deep_interval_s
-            if deep:
-                self._last_deep = began
-            self._sample_once(self.ticks, deep)
+            self._sample_once(self.ticks, began)
             self.busy_s += time.monotonic() - began
             self.ticks += 1
             next_t += self.interval_s
@@ -84,25 +95,39 @@ class TreeSampler(threading.Thread):
                 delay = 0
             self._stop_event.wait(delay)
 
-    def _sample_once(self, tick: int, deep: bool) -> None:
-        pids = procfs.tree(self.root_pid)
-        seen: set[int] = set()
+    def _wants_deep(self, now: float, rss: dict[int, int]) -> bool:
+        if not self._in_epoch.is_set() or now - self._last_deep >= self.deep_interval_s:
+            return True
+        for pid, r in rss.items():
+            hw = self._deep_hw.get(pid)
+            if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
+                return True
+        return False
+
+    def _sample_once(self, tick: int, now: float) -> None:
         t_ns = time.monotonic_ns()
-        for pid in pids:
-            if deep or pid not in self._known:
+        rss: dict[int, int] = {}
+        for pid in procfs.tree(self.root_pid):
+            r = procfs.rss(pid)
+            if r is not None and r > 0:  # a zombie has no pages left
+                rss[pid] = r
+        deep = self._wants_deep(now, rss)
+        seen: set[int] = set()
+        for pid, r in rss.items():
+            uss = pss = None
+            if deep:
                 mem = procfs.memory(pid)
                 if mem is None:
                     continue
-                rss, uss, pss = mem.rss, mem.uss, mem.pss
-            else:
-                r = procfs.rss(pid)
-                if r is None:
-                    continue
-                rss, uss, pss = r, None, None
+                r, uss, pss = mem.rss, mem.uss, mem.pss
+                self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
             seen.add(pid)
             self._known.add(pid)
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
-            self.samples.append(Sample(tick, t_ns, pid, parent or 0, rss, uss, pss))
+            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss))
+        if deep:
+            self._last_deep = now
+            self.deep_ticks += 1
         for pid in self._known - seen:
             if pid not in self.gone_ns:
                 self.gone_ns[pid] = t_ns
