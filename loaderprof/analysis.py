@@ -8,7 +8,9 @@ epochs. Steady epochs are pooled over trials.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,14 +18,19 @@ from loaderprof.results import (
     ArmSummary,
     Comparison,
     Ratio,
+    Report,
     Stat,
     TrialResult,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from loaderprof.gates import MetricValue
 from loaderprof.units import fmt_bytes, fmt_seconds
 
 BOOTSTRAP_RESAMPLES = 4000
 NOISY_REL_IQR = 0.10
+ALPHA = 0.05
 
 
 def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
@@ -129,6 +136,36 @@ def bootstrap_ratio(a: Sequence[float], b: Sequence[float], seed: int) -> Ratio 
     return Ratio(value, float(lo), float(hi))
 
 
+def bootstrap_median(values: Sequence[float], seed: int) -> tuple[float, float, float] | None:
+    """(median, low, high): the median with a percentile bootstrap 95 % interval."""
+    if not values:
+        return None
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    if x.size == 1:
+        return med, med, med
+    rng = np.random.default_rng(seed)
+    meds = np.median(rng.choice(x, size=(BOOTSTRAP_RESAMPLES, x.size)), axis=1)
+    lo, hi = np.percentile(meds, [2.5, 97.5])
+    return med, float(lo), float(hi)
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sided Mann-Whitney U p-value; None when either side is empty."""
+    if not a or not b:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    if len(set(a) | set(b)) == 1:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def trial_values(trials: Sequence[TrialResult], attr: str) -> list[float]:
+    vals = [getattr(t.memory, attr) for t in _measured(trials)]
+    return [float(v) for v in vals if v is not None]
+
+
 def break_even_epochs(cold_extra_s: float, saved_per_epoch_s: float) -> int | None:
     """Smallest epoch count N ≥ 2 at which cold_p + (N-1)·steady_p ≤ cold_np + (N-1)·steady_np."""
     if saved_per_epoch_s <= 0:
@@ -146,6 +183,7 @@ def compare(
     *,
     seed: int,
     train_epochs: int,
+    memory_budget_bytes: int | None = None,
 ) -> Comparison:
     saved = None
     if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
@@ -157,10 +195,22 @@ def compare(
     def diff(a: Stat | None, b: Stat | None) -> int | None:
         return None if a is None or b is None else int(a.median - b.median)
 
-    steady_ratio = bootstrap_ratio(steady_walls(persistent), steady_walls(non_persistent), seed)
-    # Break-even and totals only count a saving the interval supports.
-    significant = steady_ratio is not None and steady_ratio.ci_high < 1.0
+    steady_p, steady_np = steady_walls(persistent), steady_walls(non_persistent)
+    steady_ratio = bootstrap_ratio(steady_p, steady_np, seed)
+    steady_pval = mann_whitney_p(steady_p, steady_np)
+    # Break-even and totals only count a saving the statistics support.
+    significant = (
+        steady_ratio is not None
+        and steady_ratio.ci_high < 1.0
+        and steady_pval is not None
+        and steady_pval < ALPHA
+    )
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
+    pss_p = trial_values(persistent, "peak_total_pss_bytes")
+    pss_np = trial_values(non_persistent, "peak_total_pss_bytes")
+    over = None
+    if memory_budget_bytes is not None and p_sum.peak_total_pss_bytes is not None:
+        over = p_sum.peak_total_pss_bytes.median > memory_budget_bytes
     total = None
     if saved is not None:
         total = saved * (train_epochs - 1) - max(0.0, cold_extra)
@@ -178,6 +228,15 @@ def compare(
         break_even_epochs=be,
         train_epochs=train_epochs,
         saved_s_total=total,
+        steady_epoch_p=steady_pval,
+        cold_epoch_p=mann_whitney_p(cold_walls(persistent), cold_walls(non_persistent)),
+        first_batch_p=mann_whitney_p(
+            steady_first_batches(persistent), steady_first_batches(non_persistent)
+        ),
+        peak_total_pss_ratio=bootstrap_ratio(pss_p, pss_np, seed + 3),
+        peak_total_pss_p=mann_whitney_p(pss_p, pss_np),
+        memory_budget_bytes=memory_budget_bytes,
+        over_budget=over,
     )
 
 
@@ -205,9 +264,27 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "Not enough steady epochs were measured to decide.",
             ("need at least one steady epoch (epoch ≥ 2) in each arm",),
         )
-    ci = f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}"
+    p = comparison.steady_epoch_p
+    p_text = f", Mann-Whitney p={p:.3g}" if p is not None else ""
+    ci = f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}{p_text}"
+    significant = p is not None and p < ALPHA
     reasons: list[str] = []
-    if r.ci_high < 1.0 and r.value <= 1.0 - min_gain:
+    if comparison.over_budget and comparison.memory_budget_bytes is not None:
+        peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
+        reasons.append(
+            f"over budget: with persistent workers the process tree peaks at "
+            f"{fmt_bytes(peak)} PSS, above --memory-budget "
+            f"{fmt_bytes(comparison.memory_budget_bytes)}"
+        )
+        if r.ci_high < 1.0 and significant:
+            reasons.append(f"it would save {fmt_seconds(saved)} per epoch ({ci})")
+        reasons.append(mem_text)
+        return Verdict(
+            "keep_off",
+            "Keep persistent_workers off: the run does not fit the memory budget with it.",
+            tuple(reasons),
+        )
+    if r.ci_high < 1.0 and significant and r.value <= 1.0 - min_gain:
         reasons.append(
             f"steady epochs are {_pct(r.value)} faster with persistent workers ({ci}), "
             f"saving {fmt_seconds(saved)} per epoch"
@@ -227,7 +304,7 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "between epochs.",
             tuple(reasons),
         )
-    if r.ci_low > 1.0:
+    if r.ci_low > 1.0 and significant:
         reasons.append(f"steady epochs are {_pct(r.value)} slower with persistent workers ({ci})")
         reasons.append(mem_text)
         return Verdict(
@@ -235,7 +312,7 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "Keep persistent_workers off: it makes steady epochs slower.",
             tuple(reasons),
         )
-    if r.ci_high < 1.0:
+    if r.ci_high < 1.0 and significant:
         reasons.append(
             f"steady epochs are {_pct(r.value)} faster ({ci}), a real but small saving "
             f"(below the {min_gain * 100:.0f} % worth enabling for)"
@@ -247,6 +324,8 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             tuple(reasons),
         )
     reasons.append(f"no significant difference in steady epoch time ({ci})")
+    if comparison.memory_budget_bytes is not None:
+        reasons.append(f"within --memory-budget {fmt_bytes(comparison.memory_budget_bytes)}")
     reasons.append(mem_text)
     if costs_memory:
         return Verdict(
@@ -269,5 +348,138 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
             out.append(
                 f"{name}: {label} times are noisy (IQR {stat.rel_iqr * 100:.0f} % of the median, "
                 f"n={stat.n}); more --epochs or --trials would tighten the comparison"
+            )
+    return out
+
+
+def arm_samples(trials: Sequence[TrialResult]) -> dict[str, list[float]]:
+    """The raw values behind each gateable per-arm metric."""
+    measured = _measured(trials)
+    return {
+        "steady_epoch_s": steady_walls(measured),
+        "cold_epoch_s": cold_walls(measured),
+        "first_batch_s": steady_first_batches(measured),
+        "worker_startup_s": [
+            w.startup_s for t in measured for w in t.workers if w.startup_s is not None
+        ],
+        "steady_samples_per_s": [
+            e.samples_per_s
+            for t in measured
+            for e in t.epochs
+            if e.epoch >= 2 and e.samples_per_s is not None
+        ],
+        "peak_worker_uss": trial_values(measured, "peak_worker_uss_bytes"),
+        "peak_total_pss": trial_values(measured, "peak_total_pss_bytes"),
+        "idle_workers_uss": trial_values(measured, "idle_workers_uss_bytes"),
+        "peak_main_pss": trial_values(measured, "peak_main_pss_bytes"),
+    }
+
+
+def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
+    """Every gateable metric of a report, each with a 95 % interval."""
+    from loaderprof.gates import MetricValue
+
+    out: dict[str, MetricValue] = {}
+    c = report.comparison
+    if c is not None:
+        for name, r in (
+            ("steady_epoch_ratio", c.steady_epoch_ratio),
+            ("cold_epoch_ratio", c.cold_epoch_ratio),
+            ("first_batch_ratio", c.first_batch_ratio),
+            ("peak_total_pss_ratio", c.peak_total_pss_ratio),
+        ):
+            if r is not None:
+                n = len(steady_walls(report.arms["persistent"].trials))
+                out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n)
+    for arm_name, arm in report.arms.items():
+        for metric, values in arm_samples(arm.trials).items():
+            est = bootstrap_median(values, seed)
+            if est is not None:
+                out[f"{arm_name}.{metric}"] = MetricValue(*est, n=len(values))
+    return out
+
+
+def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, MetricValue]:
+    """new ÷ baseline for every per-arm metric, with a bootstrap interval."""
+    from loaderprof.gates import MetricValue
+
+    out: dict[str, MetricValue] = {}
+    for arm_name in new.arms:
+        if arm_name not in old.arms:
+            continue
+        a = arm_samples(new.arms[arm_name].trials)
+        b = arm_samples(old.arms[arm_name].trials)
+        for metric in a:
+            r = bootstrap_ratio(a[metric], b.get(metric, []), seed)
+            if r is not None:
+                out[f"{arm_name}.{metric}"] = MetricValue(
+                    r.value, r.ci_low, r.ci_high, len(a[metric])
+                )
+    # Ratios relative to the baseline's ratios (e.g. steady_epoch_ratio:+10%).
+    nm, om = report_metrics(new, seed), report_metrics(old, seed)
+    for name in (
+        "steady_epoch_ratio",
+        "cold_epoch_ratio",
+        "first_batch_ratio",
+        "peak_total_pss_ratio",
+    ):
+        if name in nm and name in om and om[name].value > 0:
+            base = om[name].value
+            v = nm[name]
+            out[name] = MetricValue(v.value / base, v.ci_low / base, v.ci_high / base, v.n)
+    return out
+
+
+FINGERPRINT_KEYS = (
+    "python",
+    "torch",
+    "machine",
+    "cpu_model",
+    "cpu_count",
+    "cgroup_memory_limit_bytes",
+    "cgroup_cpu_limit",
+    "start_method",
+)
+
+
+def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What differs between two environments in ways that change timings."""
+    diffs = []
+    for key in FINGERPRINT_KEYS:
+        if a.get(key) != b.get(key):
+            diffs.append(f"{key}: {a.get(key)!r} → {b.get(key)!r}")
+    return diffs
+
+
+@dataclass(frozen=True)
+class MetricDiff:
+    metric: str
+    baseline: float
+    new: float
+    ratio: Ratio
+    p_value: float | None
+
+
+def diff_reports(old: Report, new: Report, seed: int = 0) -> list[MetricDiff]:
+    """Per-arm metrics of `new` against `old`: medians, ratio with CI, Mann-Whitney p."""
+    out = []
+    for arm_name in ("persistent", "non_persistent"):
+        if arm_name not in old.arms or arm_name not in new.arms:
+            continue
+        a = arm_samples(new.arms[arm_name].trials)
+        b = arm_samples(old.arms[arm_name].trials)
+        for metric, values in a.items():
+            base = b.get(metric, [])
+            r = bootstrap_ratio(values, base, seed)
+            if r is None:
+                continue
+            out.append(
+                MetricDiff(
+                    f"{arm_name}.{metric}",
+                    float(np.median(base)),
+                    float(np.median(values)),
+                    r,
+                    mann_whitney_p(values, base),
+                )
             )
     return out

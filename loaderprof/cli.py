@@ -141,6 +141,148 @@ def _error_line(report: Report) -> str | None:
     return None
 
 
+# Options shared by the commands that produce a report.
+JsonOut = Annotated[
+    str | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout).")
+]
+CsvOut = Annotated[
+    Path | None, typer.Option("--csv", help="Write one tidy row per trial × epoch here.")
+]
+MarkdownOut = Annotated[
+    Path | None, typer.Option("--markdown", help="Write tables, verdict and gates as Markdown.")
+]
+JunitOut = Annotated[
+    Path | None, typer.Option("--junit", help="Write one JUnit testcase per gate.")
+]
+FailOn = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-on",
+        help="Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
+        "peak_worker_uss:<=1.5GiB, first_batch_s:+10% (against --baseline).",
+    ),
+]
+GatesFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--gates", help="TOML file with a \\[gates] (or \\[tool.loaderprof.gates]) table."
+    ),
+]
+Strict = Annotated[bool, typer.Option("--strict", help="Inconclusive gates fail too.")]
+Baseline = Annotated[
+    Path | None, typer.Option("--baseline", help="A saved report to compare against.")
+]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show every worker process.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+
+
+class _Outputs:
+    """Where a report goes; every path is checked before any trial runs."""
+
+    def __init__(
+        self,
+        json_out: str | None,
+        csv: Path | None,
+        markdown: Path | None,
+        junit: Path | None,
+        save_baseline: Path | None = None,
+    ) -> None:
+        from loaderprof.report.json_report import check_writable
+
+        self.json_out, self.csv, self.markdown, self.junit = json_out, csv, markdown, junit
+        self.save_baseline = save_baseline
+        for path in (json_out if json_out != "-" else None, csv, markdown, junit, save_baseline):
+            if path:
+                check_writable(path)
+        import os
+
+        self.step_summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
+
+    def write(self, report: Report, *, strict: bool) -> None:
+        from loaderprof.report.json_report import to_json, write_atomic
+
+        if self.json_out == "-":
+            sys.stdout.write(to_json(report))
+            sys.stdout.flush()
+        elif self.json_out:
+            write_atomic(self.json_out, to_json(report))
+        if self.save_baseline:
+            write_atomic(self.save_baseline, to_json(report))
+        if self.csv:
+            from loaderprof.report.csv_report import to_csv
+
+            write_atomic(self.csv, to_csv(report))
+        markdown = None
+        if self.markdown or self.step_summary:
+            from loaderprof.report.markdown import to_markdown
+
+            markdown = to_markdown(report)
+        if self.markdown and markdown:
+            write_atomic(self.markdown, markdown)
+        if self.junit:
+            from loaderprof.report.junit import to_junit
+
+            write_atomic(self.junit, to_junit(report, strict=strict))
+        if self.step_summary and markdown:
+            try:
+                with open(self.step_summary, "a", encoding="utf-8") as f:
+                    f.write(markdown + "\n")
+            except OSError as exc:
+                sys.stderr.write(
+                    f"loaderprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc}\n"
+                )
+
+
+def _load_gates(fail_on: list[str] | None, gates_file: Path | None, config_gates: Any) -> list[Any]:
+    from loaderprof.config import load_config_file
+    from loaderprof.gates import gates_from_table, parse_gate
+
+    gates = []
+    if config_gates:
+        gates += gates_from_table(config_gates, "the config file")
+    if gates_file:
+        table = load_config_file(gates_file).get("gates")
+        if not table:
+            raise UsageError(f"{gates_file} has no [gates] table")
+        gates += gates_from_table(table, str(gates_file))
+    gates += [parse_gate(g) for g in fail_on or []]
+    return gates
+
+
+def _apply_gates(
+    report: Report,
+    gates: list[Any],
+    baseline: Report | None,
+    baseline_path: Path | None,
+    *,
+    strict: bool,
+) -> Report:
+    import dataclasses
+
+    from loaderprof.analysis import fingerprint_differences
+    from loaderprof.gates import evaluate
+    from loaderprof.results import BaselineInfo
+
+    info = None
+    if baseline is not None:
+        diffs = fingerprint_differences(baseline.environment, report.environment)
+        info = BaselineInfo(str(baseline_path), baseline.created, tuple(diffs))
+    results, status = evaluate(
+        report, gates, baseline=baseline, strict=strict, seed=int(report.config.get("seed", 0))
+    )
+    return dataclasses.replace(report, gates=results, gate_status=status, baseline=info)
+
+
+def _gate_exit(report: Report) -> int:
+    return int(ExitCode.GATE_FAILED) if report.gate_status == "fail" else int(ExitCode.OK)
+
+
+def _warn_inconclusive(report: Report, err: Console) -> None:
+    for g in report.gates:
+        if g.status == "inconclusive":
+            err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)
+
+
 @app.command()
 def compare(
     dataset: Annotated[
@@ -155,8 +297,8 @@ def compare(
         typer.Option(
             "--arg",
             "-a",
-            help="Dataset keyword argument key=value (a Python "
-            "literal, else a string); repeatable.",
+            help="Dataset keyword argument key=value (a Python literal, else a string); "
+            "repeatable.",
         ),
     ] = None,
     config: Annotated[
@@ -164,8 +306,8 @@ def compare(
         typer.Option(
             "--config",
             "-c",
-            help="TOML config file (or pyproject.toml with "
-            "\\[tool.loaderprof]); flags override it.",
+            help="TOML config file (or pyproject.toml with \\[tool.loaderprof]); "
+            "flags override it.",
         ),
     ] = None,
     epochs: Annotated[int | None, typer.Option(help="Epochs per trial (default: 5).")] = None,
@@ -220,9 +362,9 @@ def compare(
     uss_interval: Annotated[
         float | None,
         typer.Option(
-            help="USS/PSS sampling interval in ms while an epoch is timed (reading them walks "
-            "page tables and slows the loader; between epochs every sample has them) "
-            "(default: 500)."
+            help="Most time between USS/PSS samples while an epoch is timed, ms (reading them "
+            "walks page tables and slows the loader; they are also read whenever RSS rises, "
+            "and on every sample between epochs) (default: 500)."
         ),
     ] = None,
     idle_ms: Annotated[
@@ -233,7 +375,11 @@ def compare(
         ),
     ] = None,
     trials: Annotated[
-        int | None, typer.Option(help="Trials per arm, interleaved (default: 1).")
+        int | None, typer.Option(help="Trials per arm, interleaved A B B A (default: 3).")
+    ] = None,
+    warmup_trials: Annotated[
+        int | None,
+        typer.Option(help="Trials per arm run first and left out of the statistics (default: 0)."),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for order, shuffling, bootstrap.")] = None,
     trial_timeout: Annotated[
@@ -251,20 +397,32 @@ def compare(
             help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05)."
         ),
     ] = None,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout).")
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(help="Peak PSS of the whole run allowed with persistence, e.g. 8GiB."),
     ] = None,
-    verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Also show every worker process.")
-    ] = False,
+    fail_on: FailOn = None,
+    gates: GatesFile = None,
+    strict: Strict = False,
+    baseline: Baseline = None,
+    save_baseline: Annotated[
+        Path | None,
+        typer.Option("--save-baseline", help="Save the full report here as a future baseline."),
+    ] = None,
+    json_out: JsonOut = None,
+    csv: CsvOut = None,
+    markdown: MarkdownOut = None,
+    junit: JunitOut = None,
+    verbose: Verbose = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    debug: Debug = False,
 ) -> int:
     """Run the same DataLoader with persistent_workers on and off, and compare."""
     from rich.console import Console
 
     from loaderprof.config import build_config, load_config_file
-    from loaderprof.report.json_report import check_writable, to_json, write_atomic
+    from loaderprof.gates import check_needs_baseline
+    from loaderprof.report.json_report import read_report
     from loaderprof.spec import parse_args
 
     file_values = load_config_file(config) if config else {}
@@ -298,15 +456,18 @@ def compare(
         "uss_interval_ms": uss_interval,
         "idle_ms": idle_ms,
         "trials": trials,
+        "warmup_trials": warmup_trials,
         "seed": seed,
         "trial_timeout_s": trial_timeout,
         "min_gain": min_gain,
+        "train_epochs": train_epochs,
+        "memory_budget": memory_budget,
     }
     cfg = build_config(flags, file_values, file_name=str(config) if config else "config file")
-    if train_epochs is not None and train_epochs < 1:
-        raise UsageError(f"--train-epochs must be ≥ 1, got {train_epochs}")
-    if json_out and json_out != "-":
-        check_writable(json_out)
+    gate_list = _load_gates(fail_on, gates, file_values.get("gates"))
+    check_needs_baseline(gate_list, baseline is not None)
+    base_report = read_report(baseline) if baseline else None
+    outputs = _Outputs(json_out, csv, markdown, junit, save_baseline)
 
     err = _stderr_console()
     # With the JSON on stdout, the tables move to stderr so stdout stays parseable.
@@ -316,31 +477,28 @@ def compare(
 
     from loaderprof.session import run_compare
 
-    show_progress = not quiet and err.is_terminal
-    if show_progress:
+    if not quiet and err.is_terminal:
         progress, on_progress = _progress_callback(cfg, err)
         with progress:
-            report = run_compare(cfg, on_progress=on_progress, train_epochs=train_epochs)
+            report = run_compare(cfg, on_progress=on_progress)
     else:
-        report = run_compare(cfg, train_epochs=train_epochs)
+        report = run_compare(cfg)
 
     code = _exit_code_for(report, signals.signum)
     measured = any(t.epochs for a in report.arms.values() for t in a.trials)
-    if json_out and measured:
-        text = to_json(report)
-        if json_out == "-":
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            write_atomic(json_out, text)
     if code == ExitCode.USAGE:
         raise UsageError(
             _error_line(report) or "invalid input", detail=_detail(report) if debug else None
         )
+    if measured and code == ExitCode.OK:
+        report = _apply_gates(report, gate_list, base_report, baseline, strict=strict)
     if measured:
+        # Written even when the run failed: what was measured is never lost.
+        outputs.write(report, strict=strict)
         from loaderprof.report.console import print_report
 
         print_report(report, out, verbose=verbose)
+    _warn_inconclusive(report, err)
     if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         where = f"; partial report written to {json_out}" if json_out and json_out != "-" else ""
         err.print(f"loaderprof: interrupted{where}", style="yellow", highlight=False)
@@ -351,6 +509,14 @@ def compare(
             if detail:
                 sys.stderr.write(detail.rstrip() + "\n")
         sys.stderr.write(f"loaderprof: error: {line}\n")
+    elif report.gate_status == "fail":
+        failed = [
+            g.gate
+            for g in report.gates
+            if g.status in ("fail", "inconclusive") and (g.status == "fail" or strict)
+        ]
+        sys.stderr.write(f"loaderprof: gate failed: {', '.join(failed)}\n")
+        return _gate_exit(report)
     return code
 
 
@@ -364,27 +530,94 @@ def _detail(report: Report) -> str | None:
 @app.command("report")
 def report_cmd(
     path: Annotated[Path, typer.Argument(help="A JSON report written by --json.")],
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Re-write the report as JSON ('-' for stdout).")
-    ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    json_out: JsonOut = None,
+    csv: CsvOut = None,
+    markdown: MarkdownOut = None,
+    junit: JunitOut = None,
+    verbose: Verbose = False,
+    debug: Debug = False,
 ) -> int:
-    """Show a saved report as tables."""
+    """Show a saved report as tables, or re-export it."""
     from rich.console import Console
 
     from loaderprof.report.console import print_report
-    from loaderprof.report.json_report import check_writable, read_report, to_json, write_atomic
+    from loaderprof.report.json_report import read_report
 
-    if json_out and json_out != "-":
-        check_writable(json_out)
+    outputs = _Outputs(json_out, csv, markdown, junit)
     report = read_report(path)
-    if json_out == "-":
-        sys.stdout.write(to_json(report))
-    elif json_out:
-        write_atomic(json_out, to_json(report))
+    outputs.write(report, strict=False)
     print_report(report, _stderr_console() if json_out == "-" else Console(), verbose=verbose)
     return 0
+
+
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="The baseline report (JSON).")],
+    new: Annotated[Path, typer.Argument(help="The new report (JSON).")],
+    fail_on: FailOn = None,
+    gates: GatesFile = None,
+    strict: Strict = False,
+    json_out: JsonOut = None,
+    csv: CsvOut = None,
+    markdown: MarkdownOut = None,
+    junit: JunitOut = None,
+    debug: Debug = False,
+) -> int:
+    """Compare two saved reports offline, with the same statistics and gates."""
+    from rich.console import Console
+
+    from loaderprof.analysis import diff_reports
+    from loaderprof.gates import metric_kind
+    from loaderprof.report.console import diff_table, gates_table
+    from loaderprof.report.json_report import read_report
+    from loaderprof.units import fmt_bytes, fmt_seconds
+
+    gate_list = _load_gates(fail_on, gates, None)
+    outputs = _Outputs(json_out, csv, markdown, junit)
+    old_report, new_report = read_report(old), read_report(new)
+    report = _apply_gates(new_report, gate_list, old_report, old, strict=strict)
+
+    def fmt(metric: str, v: float) -> str:
+        kind = metric_kind(metric)
+        if kind == "bytes":
+            return fmt_bytes(v)
+        if kind == "time":
+            return fmt_seconds(v)
+        return f"{v:,.1f}"
+
+    rows = [
+        (
+            d.metric,
+            fmt(d.metric, d.baseline),
+            fmt(d.metric, d.new),
+            f"{d.ratio.value:.3f} [{d.ratio.ci_low:.3f}–{d.ratio.ci_high:.3f}]",
+            "–" if d.p_value is None else f"{d.p_value:.3g}",
+        )
+        for d in diff_reports(old_report, new_report, seed=int(report.config.get("seed", 0)))
+    ]
+    console = _stderr_console() if json_out == "-" else Console()
+    console.print(diff_table(rows, f"{new} vs baseline {old}"))
+    if report.baseline is not None and report.baseline.differences:
+        console.print(
+            "warning: the environments differ, so timing comparisons may not "
+            "transfer: " + "; ".join(report.baseline.differences),
+            style="yellow",
+        )
+    if report.gates:
+        console.print(gates_table(report))
+    outputs.write(report, strict=strict)
+    _warn_inconclusive(report, _stderr_console())
+    if report.gate_status == "fail":
+        sys.stderr.write(
+            "loaderprof: gate failed: "
+            + ", ".join(
+                g.gate
+                for g in report.gates
+                if g.status == "fail" or (strict and g.status == "inconclusive")
+            )
+            + "\n"
+        )
+    return _gate_exit(report)
 
 
 def main(argv: list[str] | None = None) -> None:

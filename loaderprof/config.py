@@ -48,7 +48,8 @@ class RunConfig:
     dataset_args: Mapping[str, Any] = field(default_factory=dict)
     loader: LoaderOptions = field(default_factory=LoaderOptions)
     epochs: int = 5
-    trials: int = 1
+    trials: int = 3
+    warmup_trials: int = 0
     seed: int = 0
     # Simulated per-batch training step in the main process (sleep: the
     # accelerator computes while the CPU is free for the workers).
@@ -62,6 +63,9 @@ class RunConfig:
     trial_timeout_s: float = 900.0
     # Smallest steady-epoch speed-up worth enabling persistence for.
     min_gain: float = 0.05
+    # Epochs of the user's real training (None: `epochs`), for totals.
+    train_epochs: int | None = None
+    memory_budget_bytes: int | None = None
 
     @property
     def effective_idle_ms(self) -> float:
@@ -78,10 +82,21 @@ class RunConfig:
 
 _LOADER_KEYS = {f.name for f in fields(LoaderOptions)}
 _RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
-# Keys a TOML file may use; `args` is the table of dataset keyword arguments.
-CONFIG_KEYS = frozenset(_LOADER_KEYS | _RUN_KEYS | {"args"})
+# Keys a TOML file may use; `args` is the table of dataset keyword arguments,
+# `gates` the table of CI gates, `memory_budget` a size such as "8GiB".
+CONFIG_KEYS = frozenset(
+    (_LOADER_KEYS | _RUN_KEYS | {"args", "gates", "memory_budget"}) - {"memory_budget_bytes"}
+)
 
-_INT_KEYS = {"num_workers", "prefetch_factor", "epochs", "trials", "seed"}
+_INT_KEYS = {
+    "num_workers",
+    "prefetch_factor",
+    "epochs",
+    "trials",
+    "warmup_trials",
+    "seed",
+    "train_epochs",
+}
 _FLOAT_KEYS = {
     "timeout",
     "step_ms",
@@ -123,8 +138,9 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown key {key!r} in config file {p}{hint}")
         normalized[norm] = value
-    if "args" in normalized and not isinstance(normalized["args"], dict):
-        raise UsageError(f"'args' in config file {p} must be a table of keyword arguments")
+    for table in ("args", "gates"):
+        if table in normalized and not isinstance(normalized[table], dict):
+            raise UsageError(f"'{table}' in config file {p} must be a table")
     return normalized
 
 
@@ -147,6 +163,15 @@ def _check_type(key: str, value: Any, source: str) -> Any:
     elif key in _STR_KEYS:
         if not isinstance(value, str):
             raise bad("a string")
+    elif key == "memory_budget":
+        from loaderprof.units import parse_size
+
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise bad('a size such as "8GiB"')
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            raise UsageError(f"memory_budget in {source}: {exc}") from None
     elif key == "batch_size":
         if isinstance(value, str) and value.strip().lower() == "none":
             return None
@@ -164,7 +189,7 @@ def build_config(
     """Merge defaults, file values and flags (flags whose value is None were not given)."""
     merged: dict[str, Any] = {}
     for key, value in (file_values or {}).items():
-        if key == "args":
+        if key in ("args", "gates"):
             continue
         merged[key] = _check_type(key, value, file_name)
     for key, value in flags.items():
@@ -172,6 +197,8 @@ def build_config(
             continue
         if value is not None:
             merged[key] = _check_type(key, value, "the command line")
+    if "memory_budget" in merged:
+        merged["memory_budget_bytes"] = merged.pop("memory_budget")
     args: dict[str, Any] = dict((file_values or {}).get("args", {}))
     args.update(flags.get("args") or {})
 
@@ -227,6 +254,12 @@ def validate(cfg: RunConfig) -> None:
         )
     if cfg.trials < 1:
         raise UsageError(f"--trials must be ≥ 1, got {cfg.trials}")
+    if cfg.warmup_trials < 0:
+        raise UsageError(f"--warmup-trials must be ≥ 0, got {cfg.warmup_trials}")
+    if cfg.train_epochs is not None and cfg.train_epochs < 1:
+        raise UsageError(f"--train-epochs must be ≥ 1, got {cfg.train_epochs}")
+    if cfg.memory_budget_bytes is not None and cfg.memory_budget_bytes <= 0:
+        raise UsageError("--memory-budget must be a positive size such as 8GiB")
     if cfg.step_ms < 0:
         raise UsageError(f"--step-ms must be ≥ 0, got {cfg.step_ms}")
     if cfg.sample_interval_ms < 0:

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 SCHEMA_VERSION = 1
 ARMS = ("persistent", "non_persistent")
 Recommendation = Literal["enable", "keep_off", "neutral"]
+GateStatus = Literal["pass", "fail", "inconclusive", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ class TrialResult:
     main_pid: int
     warnings: tuple[str, ...] = ()
     error: TrialError | None = None
+    # Warm-up trials are run and kept, but left out of every statistic.
+    warmup: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ class ArmResult:
     persistent: bool
     trials: tuple[TrialResult, ...]
     summary: ArmSummary
+    warmup_trials: tuple[TrialResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,14 @@ class Comparison:
     break_even_epochs: int | None
     train_epochs: int
     saved_s_total: float | None
+    # Two-sided Mann-Whitney U p-values (persistent vs non-persistent samples).
+    steady_epoch_p: float | None = None
+    cold_epoch_p: float | None = None
+    first_batch_p: float | None = None
+    peak_total_pss_ratio: Ratio | None = None
+    peak_total_pss_p: float | None = None
+    memory_budget_bytes: int | None = None
+    over_budget: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +238,30 @@ class Verdict:
     recommendation: Recommendation
     headline: str
     reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: str
+    metric: str
+    status: GateStatus
+    # What was compared with the limit (for relative gates: new / baseline).
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    limit: float
+    op: str
+    mode: str
+    message: str
+    baseline: float | None = None
+
+
+@dataclass(frozen=True)
+class BaselineInfo:
+    path: str
+    created: str
+    # Environment keys that differ; non-empty means timing gates may not transfer.
+    differences: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -243,6 +279,10 @@ class Report:
     created: str = ""
     wall_s: float = 0.0
     extras: Mapping[str, Any] = field(default_factory=dict)
+    gates: tuple[GateResult, ...] = ()
+    # "pass" / "fail" over all gates (inconclusive fails only with --strict).
+    gate_status: str | None = None
+    baseline: BaselineInfo | None = None
 
 
 # -- (de)serialization -------------------------------------------------------

@@ -11,6 +11,7 @@ behind, whatever happens.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -37,6 +38,7 @@ class TrialPlan:
     arm: str
     persistent: bool
     index: int
+    warmup: bool = False
 
 
 def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
@@ -79,7 +81,7 @@ def run_trial(
     *,
     on_event: EventCallback | None = None,
 ) -> TrialResult:
-    tag = f"{plan.index:02d}-{plan.arm}"
+    tag = f"{'w' if plan.warmup else ''}{plan.index:02d}-{plan.arm}"
     events_path = workdir / f"{tag}.events.jsonl"
     plan_path = workdir / f"{tag}.plan.json"
     stdout_path = workdir / f"{tag}.stdout.log"
@@ -163,6 +165,8 @@ def run_trial(
         gone_ns=sampler.gone_ns if sampler else None,
         error=error,
     )
+    if plan.warmup:
+        result = dataclasses.replace(result, warmup=True)
     if interrupted is not None:
         # Hand the partial trial to the scheduler with the interrupt.
         raise TrialInterrupted(result) from interrupted

@@ -22,14 +22,16 @@ ARM_PERSISTENT = TrialPlan("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
 
 
-def trial_order(trials: int, seed: int) -> list[TrialPlan]:
+def trial_order(trials: int, seed: int, warmup: int = 0) -> list[TrialPlan]:
+    """Warm-up pairs first, then the measured pairs, alternating AB / BA."""
     first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
     if random.Random(seed).random() < 0.5:
         first, second = second, first
     plans: list[TrialPlan] = []
-    for i in range(trials):
-        pair = (first, second) if i % 2 == 0 else (second, first)
-        plans.extend(TrialPlan(p.arm, p.persistent, i) for p in pair)
+    for is_warmup, count in ((True, warmup), (False, trials)):
+        for i in range(count):
+            pair = (first, second) if (len(plans) // 2) % 2 == 0 else (second, first)
+            plans.extend(TrialPlan(p.arm, p.persistent, i, is_warmup) for p in pair)
     return plans
 
 
@@ -53,7 +55,7 @@ def run_schedule(
     results: list[TrialResult] = []
     with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp:
         wd = workdir or Path(tmp)
-        for plan in trial_order(cfg.trials, cfg.seed):
+        for plan in trial_order(cfg.trials, cfg.seed, cfg.warmup_trials):
             if on_progress:
                 on_progress(plan, None)
 

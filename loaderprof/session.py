@@ -47,6 +47,18 @@ def _cgroup_memory_limit() -> int | None:
     return None
 
 
+def _cgroup_cpu_limit() -> float | None:
+    """CPUs allowed by cgroup v2 cpu.max ("max 100000" means no limit)."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="utf-8") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return int(quota) / int(period)
+
+
 def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
     try:
         load = list(os.getloadavg())
@@ -63,6 +75,7 @@ def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "memory_total_bytes": psutil.virtual_memory().total,
         "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
+        "cgroup_cpu_limit": _cgroup_cpu_limit(),
         "load_average": load,
         "torch": (imported or {}).get("torch"),
         "start_method": (imported or {}).get("start_method"),
@@ -86,12 +99,13 @@ def build_report(
 
     arms: dict[str, ArmResult] = {}
     for name in ARMS:
-        arm_trials = tuple(t for t in trials if t.arm == name)
+        arm_trials = tuple(t for t in trials if t.arm == name and not t.warmup)
         arms[name] = ArmResult(
             name=name,
             persistent=name == "persistent",
             trials=arm_trials,
             summary=analysis.summarize_arm(arm_trials),
+            warmup_trials=tuple(t for t in trials if t.arm == name and t.warmup),
         )
     p, n = arms["persistent"], arms["non_persistent"]
     errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
@@ -113,7 +127,8 @@ def build_report(
             p.summary,
             n.summary,
             seed=cfg.seed,
-            train_epochs=train_epochs or cfg.epochs,
+            train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
+            memory_budget_bytes=cfg.memory_budget_bytes,
         )
         verdict = analysis.verdict(comparison, p.summary, min_gain=cfg.min_gain)
         for name, arm in arms.items():

@@ -71,7 +71,15 @@ def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
             "signal": signal_name,
             "message": f"DataLoader worker (pid {', '.join(map(str, pids))}) {how}",
         }
-    return {"kind": "loader_error", "message": one_line(exc)}
+    message = one_line(exc)
+    if "pickle" in text.lower() or "pickl" in type(exc).__name__.lower():
+        return {
+            "kind": "pickling",
+            "message": f"{message}: under spawn/forkserver the Dataset, collate_fn and "
+            "worker_init_fn are pickled into each worker, so they must be defined at module "
+            "top level (not inside a function or __main__) and hold only picklable state",
+        }
+    return {"kind": "loader_error", "message": message}
 
 
 def run(plan: _Plan) -> None:

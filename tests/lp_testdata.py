@@ -108,3 +108,16 @@ def marking_collate(batch: list[torch.Tensor]) -> torch.Tensor:
 
 def slow_start_init(worker_id: int) -> None:
     time.sleep(0.05)
+
+
+def make_local() -> Dataset[torch.Tensor]:
+    """A Dataset class defined inside a function: it cannot be pickled under spawn."""
+
+    class Local(Dataset[torch.Tensor]):
+        def __len__(self) -> int:
+            return 8
+
+        def __getitem__(self, index: int) -> torch.Tensor:
+            return torch.tensor([index])
+
+    return Local()

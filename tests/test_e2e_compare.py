@@ -26,7 +26,7 @@ def test_pids_are_reused_only_when_persistent(lazy_report: tuple[Run, dict[str, 
     _, report = lazy_report
     p = [set(e["worker_pids"]) for e in _epochs(report, "persistent")]
     n = [set(e["worker_pids"]) for e in _epochs(report, "non_persistent")]
-    assert len(p) == len(n) == 4
+    assert len(p) == len(n) == 5
     assert all(len(s) == 2 for s in p + n)
     assert all(s == p[0] for s in p)
     for i, a in enumerate(n):
@@ -37,6 +37,7 @@ def test_pids_are_reused_only_when_persistent(lazy_report: tuple[Run, dict[str, 
     # Every epoch starts new workers without persistence; only epoch 1 with it.
     assert [bool(e["new_worker_pids"]) for e in _epochs(report, "persistent")] == [
         True,
+        False,
         False,
         False,
         False,
@@ -73,13 +74,13 @@ def test_counts_and_lifecycle_fields(lazy_report: tuple[Run, dict[str, Any]]) ->
             assert w["init_start_s"] <= w["ready_s"] <= w["first_batch_s"]
             assert w["exited_s"] is not None and w["exited_s"] >= w["first_batch_s"]
             assert w["peak_uss_bytes"] <= w["peak_pss_bytes"] <= w["peak_rss_bytes"]
-        assert sum(w["samples"] for w in trial["workers"]) == 4 * 128
+        assert sum(w["samples"] for w in trial["workers"]) == 5 * 128
         roles = {t["role"] for t in trial["timeline"]}
         assert {"main", "worker"} <= roles
     p_workers = report["arms"]["persistent"]["trials"][0]["workers"]
     assert len(p_workers) == 2 and {w["first_epoch"] for w in p_workers} == {1}
     n_workers = report["arms"]["non_persistent"]["trials"][0]["workers"]
-    assert sorted(w["first_epoch"] for w in n_workers) == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert sorted(w["first_epoch"] for w in n_workers) == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
 
 
 def test_json_report_is_valid_against_schema(lazy_report: tuple[Run, dict[str, Any]]) -> None:
@@ -101,6 +102,8 @@ def test_worker_uss_covers_a_known_private_allocation(tmp_path: Path) -> None:
     out = tmp_path / "alloc.json"
     run = run_cli(
         "compare",
+        "--trials",
+        "1",
         f"{DATA}:AllocDataset",
         "--arg",
         "alloc_mib=64",
@@ -142,6 +145,8 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     out = tmp_path / "spawn.json"
     run = run_cli(
         "compare",
+        "--trials",
+        "1",
         f"{DATA}:make_tiny",
         "--arg",
         "n=16",
@@ -181,6 +186,8 @@ def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:
     # Run from tests/ so `lp_testdata` is importable only through the current directory.
     run = run_cli(
         "compare",
+        "--trials",
+        "1",
         "lp_testdata:Stream",
         "--arg",
         "n=96",
@@ -207,6 +214,8 @@ def test_sampling_off_still_times_epochs(tmp_path: Path) -> None:
     out = tmp_path / "nosample.json"
     run = run_cli(
         "compare",
+        "--trials",
+        "1",
         "loaderprof.examples:CheapDataset",
         "--arg",
         "n=64",
@@ -251,6 +260,8 @@ def test_json_to_stdout_keeps_stdout_parseable(tmp_path: Path) -> None:
 
     run = run_cli(
         "compare",
+        "--trials",
+        "1",
         "loaderprof.examples:CheapDataset",
         "--arg",
         "n=32",

@@ -95,3 +95,11 @@ def test_debug_shows_the_traceback() -> None:
     assert run.returncode == 2
     assert "Traceback" in run.stderr
     assert "RuntimeError: cannot open /data/train.lmdb" in run.stderr
+
+
+def test_unpicklable_dataset_under_spawn_says_top_level() -> None:
+    run = run_cli("compare", f"{DATA}:make_local", "--mp-context", "spawn", "--epochs", "2")
+    assert run.returncode == 3, run.stderr
+    line = _one_error_line(run.stderr)
+    assert "Can't pickle local object" in line
+    assert "defined at module top level" in line

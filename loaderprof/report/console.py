@@ -256,6 +256,17 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     if verbose:
         parts.append(workers_table(report))
     parts.append(verdict_panel(report))
+    if report.gates:
+        parts.append(gates_table(report))
+    if report.baseline is not None and report.baseline.differences:
+        parts.append(
+            Text(
+                "warning: the environment differs from the baseline, so timing gates "
+                "may not transfer (memory gates still apply): "
+                + "; ".join(report.baseline.differences),
+                style="yellow",
+            )
+        )
     for w in report.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     if not report.complete:
@@ -273,3 +284,41 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
 
 def print_report(report: Report, console: Console, *, verbose: bool = False) -> None:
     console.print(render(report, verbose=verbose))
+
+
+_GATE_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
+
+
+def gates_table(report: Report) -> Table:
+    t = Table(
+        title=f"Gates: {(report.gate_status or '').upper()}",
+        title_justify="left",
+        header_style="bold",
+    )
+    t.add_column("result")
+    t.add_column("gate", overflow="fold")
+    t.add_column("value [95 % CI]", justify="right")
+    t.add_column("limit", justify="right")
+    from loaderprof.gates import format_result
+
+    for g in report.gates:
+        shown, limit = format_result(g)
+        t.add_row(Text(g.status, style=_GATE_STYLE[g.status]), g.gate, shown, limit)
+    t.caption = (
+        "fail: the whole interval is past the limit · inconclusive: the median is past "
+        "it but the interval straddles it (fails only with --strict)"
+    )
+    return t
+
+
+def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> Table:
+    """rows: (metric, baseline, new, new ÷ baseline [CI], p)."""
+    t = Table(title=title, title_justify="left", header_style="bold")
+    t.add_column("metric", overflow="fold", min_width=24)
+    t.add_column("baseline", justify="right")
+    t.add_column("new", justify="right")
+    t.add_column("new ÷ baseline [95 % CI]", justify="right")
+    t.add_column("Mann-Whitney p", justify="right")
+    for row in rows:
+        t.add_row(*row)
+    return t
