@@ -6,10 +6,12 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pandas as pd
 import pytest
 
 from conftest import run_cli
+from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 
@@ -70,6 +72,7 @@ def test_gated_run_with_every_export(baseline: Path, tmp_path: Path) -> None:
     assert "gate failed: persistent.idle_workers_uss:<=1MiB" in run.stderr
     assert "Traceback" not in run.stderr
     report = json.loads(out["json"].read_text())
+    jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
     status = {g["metric"]: g["status"] for g in report["gates"]}
     assert status == {
         "steady_epoch_ratio": "pass",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -178,3 +179,26 @@ def test_exporters_render_a_report() -> None:
     assert len(frame) == 2 * 5
     assert set(frame["phase"]) == {"cold", "steady"}
     assert frame.loc[frame["arm"] == "persistent", "wall_s"].iloc[1] == 1.0
+
+
+def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
+    from loaderprof.cli import _load_gates
+    from loaderprof.config import load_config_file
+
+    f = tmp_path / "pyproject.toml"
+    f.write_text(
+        '[tool.loaderprof]\ndataset = "a:B"\n[tool.loaderprof.gates]\n'
+        'steady_epoch_ratio = "<=0.95"\npeak_worker_uss = ["<=2GiB", "+10%"]\n'
+    )
+    values = load_config_file(f)
+    gates = _load_gates(None, f, values.get("gates"))
+    # Read once through --config and once through --gates: both sources count.
+    assert [str(g) for g in gates[:3]] == [
+        "steady_epoch_ratio:<=0.95",
+        "persistent.peak_worker_uss:<=2GiB",
+        "persistent.peak_worker_uss:+10%",
+    ]
+    bad = tmp_path / "g.toml"
+    bad.write_text("[gates]\nsteady_epoch_ratio = 0.95\n")
+    with pytest.raises(UsageError, match="must be a string"):
+        _load_gates(None, bad, None)
