@@ -10,7 +10,7 @@ stamp. That is exact: a persistent worker does not prefetch epoch k+1 before
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +22,7 @@ from loaderprof.results import (
     TrialMemory,
     TrialResult,
     WorkerResult,
+    WorkerState,
 )
 from loaderprof.sampler import Sample
 
@@ -40,6 +41,8 @@ def assemble_trial(
     samples: Sequence[Sample],
     gone_ns: Mapping[int, int] | None = None,
     error: TrialError | None = None,
+    shm_size: int | None = None,
+    shm_used: Sequence[tuple[int, int]] = (),
 ) -> TrialResult:
     def rel(t: int | None) -> float | None:
         return None if t is None else (t - t0_ns) / NS
@@ -95,6 +98,7 @@ def assemble_trial(
     for e, lo, hi in windows:
         bevs = batches_by_epoch.get(e, [])
         n_samples = sum(int(b.get("n", 0)) for b in bevs)
+        content = _content(bevs)
         wall = (hi - lo) / NS
         fb = first_batches.get(e)
         epochs.append(
@@ -108,10 +112,14 @@ def assemble_trial(
                 samples_per_s=n_samples / wall if wall > 0 else None,
                 worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
                 new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
+                order_digest=ends[e].get("order"),
+                max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
+                **content,
             )
         )
 
     per_pid = _per_process(samples)
+    idle_windows = _idle_windows(by_kind)
     workers = []
     for pid, ev in sorted(inits.items(), key=lambda kv: (kv[1]["t"], kv[1]["worker_id"])):
         bevs = batches_by_pid.get(pid, [])
@@ -138,12 +146,12 @@ def assemble_trial(
                 peak_uss_bytes=_peak(s.uss for s in series),
                 peak_pss_bytes=_peak(s.pss for s in series),
                 uss_samples=sum(1 for s in series if s.uss is not None),
+                states=_states(series, idle_windows, t0_ns),
             )
         )
 
     worker_pids = set(inits)
     worker_ids = {pid: int(ev["worker_id"]) for pid, ev in inits.items()}
-    idle_windows = _idle_windows(by_kind)
     memory = _memory(samples, per_pid, main_pid, worker_pids, idle_windows)
     timeline = tuple(
         ProcessTimeline(
@@ -172,6 +180,9 @@ def assemble_trial(
         main_pid=main_pid,
         warnings=tuple(str(ev.get("message", "")) for ev in by_kind["warning"]),
         error=error,
+        shm_size_bytes=shm_size,
+        shm_base_used_bytes=_shm_base(shm_used, windows),
+        shm_peak_used_bytes=max((u for _, u in shm_used), default=None),
     )
 
 
@@ -186,11 +197,68 @@ def _per_process(samples: Iterable[Sample]) -> dict[int, list[Sample]]:
     return out
 
 
-def _idle_windows(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> list[tuple[int, int]]:
+def _idle_windows(
+    by_kind: Mapping[str, list[Mapping[str, Any]]],
+) -> list[tuple[int, int, int]]:
+    """(start, end, epoch) of each pause after an epoch."""
     ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("idle_end", [])}
     return [
-        (ev["t"], ends[ev["epoch"]]) for ev in by_kind.get("idle_start", []) if ev["epoch"] in ends
+        (ev["t"], ends[ev["epoch"]], ev["epoch"])
+        for ev in by_kind.get("idle_start", [])
+        if ev["epoch"] in ends
     ]
+
+
+def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    digests = [d for b in batch_events for d in b.get("d", ())]
+    if not digests:
+        return {}
+    import hashlib
+
+    counts = Counter(digests)
+    h = hashlib.blake2b(digest_size=8)
+    for d in sorted(digests):
+        h.update(d.encode())
+    return {
+        "content_digest": h.hexdigest(),
+        "distinct_samples": len(counts),
+        "duplicate_samples": sum(c - 1 for c in counts.values() if c > 1),
+        "max_sample_repeats": max(counts.values()),
+    }
+
+
+def _states(
+    series: Sequence[Sample], idle_windows: Sequence[tuple[int, int, int]], t0_ns: int
+) -> tuple[WorkerState, ...]:
+    """The first sample with handles, then the last one in each pause after an epoch."""
+    held = [s for s in series if s.handles is not None]
+    if not held:
+        return ()
+    picked: list[tuple[int, Sample]] = [(0, held[0])]
+    for lo, hi, epoch in idle_windows:
+        inside = [s for s in held if lo <= s.t_ns <= hi]
+        if inside:
+            picked.append((epoch, inside[-1]))
+    out = []
+    for epoch, s in picked:
+        h = s.handles
+        assert h is not None
+        out.append(
+            WorkerState(
+                epoch, (s.t_ns - t0_ns) / NS, s.uss, s.rss, h.files, h.inet, h.threads, h.children
+            )
+        )
+    return tuple(out)
+
+
+def _shm_base(
+    shm_used: Sequence[tuple[int, int]], windows: Sequence[tuple[int, int, int]]
+) -> int | None:
+    if not shm_used:
+        return None
+    first_epoch = windows[0][1] if windows else None
+    before = [u for t, u in shm_used if first_epoch is None or t < first_epoch]
+    return before[-1] if before else shm_used[0][1]
 
 
 def _memory(
@@ -198,7 +266,7 @@ def _memory(
     per_pid: Mapping[int, list[Sample]],
     main_pid: int,
     worker_pids: set[int],
-    idle_windows: Sequence[tuple[int, int]],
+    idle_windows: Sequence[tuple[int, int, int]],
 ) -> TrialMemory:
     if not samples:
         return TrialMemory(None, None, None, None, None, None, None, None, 0, 0)
@@ -220,7 +288,7 @@ def _memory(
     ]
     idle_uss: list[int] = []
     idle_pss: list[int] = []
-    for lo, hi in idle_windows:
+    for lo, hi, _ in idle_windows:
         in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
         if not in_window:
             continue

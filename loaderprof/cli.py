@@ -416,6 +416,15 @@ def compare(
     verbose: Verbose = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     debug: Debug = False,
+    digests: Annotated[
+        bool,
+        typer.Option(
+            "--digests",
+            help="Digest every sample's content (finds duplicates and RNG carried in "
+            "workers; costs epoch time). `loaderprof check` turns it on.",
+        ),
+    ] = False,
+    findings_fail: Annotated[bool, typer.Option(hidden=True)] = False,
 ) -> int:
     """Run the same DataLoader with persistent_workers on and off, and compare."""
     from rich.console import Console
@@ -462,6 +471,7 @@ def compare(
         "min_gain": min_gain,
         "train_epochs": train_epochs,
         "memory_budget": memory_budget,
+        "digests": digests or None,
     }
     cfg = build_config(flags, file_values, file_name=str(config) if config else "config file")
     gate_list = _load_gates(fail_on, gates, file_values.get("gates"))
@@ -509,6 +519,10 @@ def compare(
             if detail:
                 sys.stderr.write(detail.rstrip() + "\n")
         sys.stderr.write(f"loaderprof: error: {line}\n")
+    elif findings_fail and any(f.severity != "info" for f in report.findings):
+        worst = [f.id for f in report.findings if f.severity != "info"]
+        sys.stderr.write(f"loaderprof: check found: {', '.join(worst)}\n")
+        return int(ExitCode.GATE_FAILED)
     elif report.gate_status == "fail":
         failed = [
             g.gate
@@ -525,6 +539,76 @@ def _detail(report: Report) -> str | None:
         if e.detail:
             return e.detail
     return None
+
+
+@app.command()
+def check(
+    dataset: Annotated[str | None, typer.Argument(help="Dataset as 'pkg.module:attr'.")] = None,
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs per trial (default: 5).")] = None,
+    num_workers: Annotated[int | None, typer.Option("--num-workers", "-w")] = None,
+    batch_size: Annotated[str | None, typer.Option("--batch-size", "-b")] = None,
+    prefetch_factor: Annotated[int | None, typer.Option()] = None,
+    mp_context: Annotated[str | None, typer.Option()] = None,
+    shuffle: Annotated[bool | None, typer.Option("--shuffle/--no-shuffle")] = None,
+    drop_last: Annotated[bool | None, typer.Option("--drop-last/--no-drop-last")] = None,
+    collate_fn: Annotated[str | None, typer.Option()] = None,
+    worker_init_fn: Annotated[str | None, typer.Option()] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials per arm (default: 1).")] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    trial_timeout: Annotated[float | None, typer.Option()] = None,
+    json_out: JsonOut = None,
+    markdown: MarkdownOut = None,
+    verbose: Verbose = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    debug: Debug = False,
+) -> int:
+    """Run every lifecycle check: leaks, state carried across epochs, memory growth,
+    copy-on-read, unsharded IterableDatasets, RNG carried in workers, /dev/shm.
+
+    Exits 1 when a check finds a warning or an error."""
+    return compare(
+        dataset=dataset,
+        arg=arg,
+        config=config,
+        epochs=epochs,
+        num_workers=num_workers,
+        batch_size=batch_size,
+        prefetch_factor=prefetch_factor,
+        pin_memory=None,
+        mp_context=mp_context,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        timeout=None,
+        collate_fn=collate_fn,
+        worker_init_fn=worker_init_fn,
+        step_ms=None,
+        sample_interval=None,
+        uss_interval=None,
+        idle_ms=None,
+        trials=1 if trials is None else trials,
+        warmup_trials=None,
+        seed=seed,
+        trial_timeout=trial_timeout,
+        train_epochs=None,
+        min_gain=None,
+        memory_budget=None,
+        fail_on=None,
+        gates=None,
+        strict=False,
+        baseline=None,
+        save_baseline=None,
+        json_out=json_out,
+        csv=None,
+        markdown=markdown,
+        junit=None,
+        verbose=verbose,
+        quiet=quiet,
+        debug=debug,
+        digests=True,
+        findings_fail=True,
+    )
 
 
 @app.command("report")

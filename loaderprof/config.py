@@ -66,6 +66,9 @@ class RunConfig:
     # Epochs of the user's real training (None: `epochs`), for totals.
     train_epochs: int | None = None
     memory_budget_bytes: int | None = None
+    # Content digest of every sample (`loaderprof check`): finds duplicates and
+    # RNG carried in workers, at a cost in epoch time.
+    digests: bool = False
 
     @property
     def effective_idle_ms(self) -> float:
@@ -106,7 +109,7 @@ _FLOAT_KEYS = {
     "trial_timeout_s",
     "min_gain",
 }
-_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last"}
+_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests"}
 _STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn"}
 
 

@@ -49,13 +49,74 @@ class WorkerInitProbe:
         events.emit(self.events_path, "worker_ready", worker_id=worker_id)
 
 
+def nbytes(obj: Any) -> int:
+    """Bytes of tensor / array payload in a (nested) batch: what crosses shared memory."""
+    size = getattr(obj, "nbytes", None)
+    if isinstance(size, int):
+        return size
+    if isinstance(obj, dict):
+        return sum(nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v) for v in obj)
+    return 0
+
+
+def _feed(h: Any, obj: Any) -> None:
+    # Tensors and arrays hash by dtype, shape and bytes; containers recurse;
+    # anything else by its pickle (or repr when it cannot be pickled).
+    if hasattr(obj, "detach") and hasattr(obj, "numpy"):
+        import torch
+
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif hasattr(obj, "tobytes") and hasattr(obj, "dtype"):
+        h.update(f"A{obj.dtype}{getattr(obj, 'shape', ())}".encode())
+        h.update(obj.tobytes())
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k in sorted(obj, key=repr):
+            h.update(repr(k).encode())
+            _feed(h, obj[k])
+        h.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"[")
+        for v in obj:
+            _feed(h, v)
+        h.update(b"]")
+    else:
+        import pickle
+
+        try:
+            h.update(pickle.dumps(obj, protocol=4))
+        except Exception:
+            h.update(repr(obj).encode())
+
+
+def sample_digest(obj: Any) -> str:
+    """A 64-bit content digest of one sample."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    _feed(h, obj)
+    return h.hexdigest()
+
+
 class CollateProbe:
     """Stamps every batch a worker produces; returns the user's result untouched."""
 
-    def __init__(self, events_path: str, inner: Callable[[Any], Any], auto_collation: bool) -> None:
+    def __init__(
+        self,
+        events_path: str,
+        inner: Callable[[Any], Any],
+        auto_collation: bool,
+        digests: bool = False,
+    ) -> None:
         self.events_path = events_path
         self.inner = inner
         self.auto_collation = auto_collation
+        # Content digests of every sample (`loaderprof check`): costs time.
+        self.digests = digests
 
     def __call__(self, data: Any) -> Any:
         import time
@@ -63,5 +124,14 @@ class CollateProbe:
         start = time.monotonic_ns()
         out = self.inner(data)
         n = len(data) if self.auto_collation else 1
-        events.emit(self.events_path, "batch", worker_id=_worker_id, start=start, n=n)
+        fields: dict[str, Any] = {
+            "worker_id": _worker_id,
+            "start": start,
+            "n": n,
+            "bytes": nbytes(out),
+        }
+        if self.digests:
+            samples = data if self.auto_collation else [data]
+            fields["d"] = [sample_digest(s) for s in samples]
+        events.emit(self.events_path, "batch", **fields)
         return out

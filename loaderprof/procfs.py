@@ -100,6 +100,51 @@ def rss(pid: int) -> int | None:
             return None
 
 
+@dataclass(frozen=True)
+class Handles:
+    """What a process holds that can outlive an epoch."""
+
+    # Regular files (not /dev, not shared-memory segments the loader passes).
+    files: int
+    # TCP/UDP sockets (network connections); unix sockets are loader plumbing.
+    inet: int
+    threads: int
+    children: int
+
+
+def handles(pid: int, ignore: frozenset[str] = frozenset()) -> Handles | None:
+    """Counts for `pid`; files in `ignore` (loaderprof's own event file) are left out."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    files = 0
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/") and not target.startswith("/dev/") and target not in ignore:
+            files += 1
+    try:
+        proc = psutil.Process(pid)
+        inet = len(proc.net_connections(kind="inet"))
+        threads = proc.num_threads()
+    except psutil.Error:
+        return None
+    return Handles(files, inet, threads, len(children(pid)))
+
+
+def shm_usage(path: str = "/dev/shm") -> tuple[int, int] | None:
+    """(size, used) bytes of the shared-memory filesystem batches travel through."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    size = st.f_blocks * st.f_frsize
+    return size, size - st.f_bfree * st.f_frsize
+
+
 def ppid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:

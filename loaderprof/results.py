@@ -67,6 +67,30 @@ class EpochResult:
     worker_pids: tuple[int, ...]
     # Workers whose process was started during this epoch.
     new_worker_pids: tuple[int, ...]
+    # Digest of the index order the sampler produced (map-style datasets).
+    order_digest: str | None = None
+    # With --digests (`check`): digest of the multiset of sample contents, and
+    # how often samples repeated within the epoch.
+    content_digest: str | None = None
+    distinct_samples: int | None = None
+    duplicate_samples: int | None = None
+    max_sample_repeats: int | None = None
+    max_batch_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """What one worker held: when first seen (after_epoch 0), and in the pause after
+    each epoch it lived through."""
+
+    after_epoch: int
+    t_s: float
+    uss_bytes: int | None
+    rss_bytes: int
+    files: int
+    inet: int
+    threads: int
+    children: int
 
 
 @dataclass(frozen=True)
@@ -88,6 +112,7 @@ class WorkerResult:
     # Deep (USS/PSS) samples behind the peaks: a worker that lived shorter
     # than the USS interval may have only its first-sight sample.
     uss_samples: int = 0
+    states: tuple[WorkerState, ...] = ()
 
     @property
     def startup_s(self) -> float | None:
@@ -166,6 +191,10 @@ class TrialResult:
     error: TrialError | None = None
     # Warm-up trials are run and kept, but left out of every statistic.
     warmup: bool = False
+    shm_size_bytes: int | None = None
+    # /dev/shm in use before the first epoch, and at its peak during the trial.
+    shm_base_used_bytes: int | None = None
+    shm_peak_used_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +286,18 @@ class GateResult:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """Something a lifecycle check found, with its evidence in figures."""
+
+    id: str
+    severity: Literal["info", "warning", "error"]
+    title: str
+    evidence: Mapping[str, Any]
+    fix: str
+    arm: str | None = None
+
+
+@dataclass(frozen=True)
 class BaselineInfo:
     path: str
     created: str
@@ -283,6 +324,7 @@ class Report:
     # "pass" / "fail" over all gates (inconclusive fails only with --strict).
     gate_status: str | None = None
     baseline: BaselineInfo | None = None
+    findings: tuple[Finding, ...] = ()
 
 
 # -- (de)serialization -------------------------------------------------------

@@ -120,7 +120,10 @@ def run_trial(
         try:
             if cfg.sample_interval_ms > 0:
                 sampler = TreeSampler(
-                    proc.pid, cfg.sample_interval_ms / 1000, cfg.uss_interval_ms / 1000
+                    proc.pid,
+                    cfg.sample_interval_ms / 1000,
+                    cfg.uss_interval_ms / 1000,
+                    ignore_files=frozenset({str(events_path), os.path.realpath(events_path)}),
                 )
                 sampler.start()
             deadline = time.monotonic() + cfg.trial_timeout_s
@@ -164,6 +167,8 @@ def run_trial(
         samples=sampler.samples if sampler else [],
         gone_ns=sampler.gone_ns if sampler else None,
         error=error,
+        shm_size=sampler.shm_size if sampler else None,
+        shm_used=sampler.shm_used if sampler else (),
     )
     if plan.warmup:
         result = dataclasses.replace(result, warmup=True)

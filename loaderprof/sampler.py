@@ -47,15 +47,25 @@ class Sample:
     # None on shallow (RSS-only) ticks.
     uss: int | None
     pss: int | None
+    # Handles (files, network connections, threads, children): read between
+    # epochs only, where reading them costs the measured loop nothing.
+    handles: procfs.Handles | None = None
 
 
 class TreeSampler(threading.Thread):
-    def __init__(self, root_pid: int, interval_s: float, deep_interval_s: float) -> None:
+    def __init__(
+        self,
+        root_pid: int,
+        interval_s: float,
+        deep_interval_s: float,
+        ignore_files: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__(name="loaderprof-sampler", daemon=True)
         self.root_pid = root_pid
         self.interval_s = interval_s
         self.deep_interval_s = max(deep_interval_s, interval_s)
         self.samples: list[Sample] = []
+        self.ignore_files = ignore_files
         # pid -> monotonic ns of the first tick it was no longer seen.
         self.gone_ns: dict[int, int] = {}
         # Seconds spent sampling, to report the sampler's own duty cycle.
@@ -67,6 +77,9 @@ class TreeSampler(threading.Thread):
         self._deep_hw: dict[int, int] = {}
         self._last_deep = 0.0
         self.deep_ticks = 0
+        # (monotonic ns, bytes used) of /dev/shm at deep ticks; its size.
+        self.shm_used: list[tuple[int, int]] = []
+        self.shm_size: int | None = None
 
     def epoch_started(self) -> None:
         self._in_epoch.set()
@@ -121,13 +134,25 @@ class TreeSampler(threading.Thread):
                     continue
                 r, uss, pss = mem.rss, mem.uss, mem.pss
                 self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
+            # Handles need /proc/net scans: read them between epochs, and once
+            # when a process first appears (the baseline it started with).
+            first_sight = pid not in self._known
+            held = (
+                procfs.handles(pid, self.ignore_files)
+                if first_sight or not self._in_epoch.is_set()
+                else None
+            )
             seen.add(pid)
             self._known.add(pid)
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
-            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss))
+            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss, held))
         if deep:
             self._last_deep = now
             self.deep_ticks += 1
+            shm = procfs.shm_usage()
+            if shm is not None:
+                self.shm_size = shm[0]
+                self.shm_used.append((t_ns, shm[1]))
         for pid in self._known - seen:
             if pid not in self.gone_ns:
                 self.gone_ns[pid] = t_ns

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import platform
@@ -94,6 +95,7 @@ def build_report(
     interrupted: bool = False,
     wall_s: float = 0.0,
     created: str | None = None,
+    dataset: Mapping[str, Any] | None = None,
 ) -> Report:
     from loaderprof import analysis
 
@@ -144,7 +146,14 @@ def build_report(
             f"the machine was busy (load average {load[0]:.1f} on {env['cpu_count']} cores): "
             "timings may be noisy"
         )
-    return Report(
+    extras = {}
+    if dataset:
+        extras = {
+            "dataset_kind": dataset.get("kind"),
+            "dataset_length": dataset.get("length"),
+            "dataset_type": dataset.get("type"),
+        }
+    report = Report(
         schema_version=SCHEMA_VERSION,
         tool={"name": "loaderprof", "version": __version__},
         environment=env,
@@ -157,7 +166,11 @@ def build_report(
         errors=errors,
         created=created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         wall_s=wall_s,
+        extras=extras,
     )
+    from loaderprof.findings import find
+
+    return dataclasses.replace(report, findings=find(report))
 
 
 def run_compare(
@@ -168,10 +181,13 @@ def run_compare(
 ) -> Report:
     """Run both arms and return the Report; partial when a trial failed or was stopped."""
     imported: dict[str, Any] = {}
+    dataset: dict[str, Any] = {}
 
     def capture(plan: Any, ev: Mapping[str, Any] | None) -> None:
         if ev is not None and ev.get("ev") == "imported" and not imported:
             imported.update(ev)
+        if ev is not None and ev.get("ev") == "dataset_built" and not dataset:
+            dataset.update(ev)
         if on_progress:
             on_progress(plan, ev)
 
@@ -184,4 +200,5 @@ def run_compare(
         train_epochs=train_epochs,
         interrupted=outcome.interrupted is not None,
         wall_s=time.monotonic() - start,
+        dataset=dataset,
     )

@@ -29,6 +29,26 @@ _WORKER_DIED = re.compile(
 )
 
 
+class RecordingSampler:
+    """Yields its inner sampler's indices unchanged and digests their order."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.last_digest: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self) -> Any:
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=8)
+        for index in self.inner:
+            h.update(str(int(index)).encode() + b",")
+            yield index
+        self.last_digest = h.hexdigest()
+
+
 class _Plan:
     def __init__(self, data: dict[str, Any]) -> None:
         self.events_path: str = data["events_path"]
@@ -147,7 +167,9 @@ def run(plan: _Plan) -> None:
     kwargs: dict[str, Any] = {
         "batch_size": lo["batch_size"],
         "num_workers": lo["num_workers"],
-        "collate_fn": CollateProbe(path, user_collate, auto_collation),
+        "collate_fn": CollateProbe(
+            path, user_collate, auto_collation, digests=bool(cfg.get("digests"))
+        ),
         "worker_init_fn": WorkerInitProbe(path, user_init),
         "pin_memory": pin_memory,
         "drop_last": lo["drop_last"],
@@ -155,8 +177,21 @@ def run(plan: _Plan) -> None:
         "persistent_workers": plan.persistent,
         "generator": generator,
     }
-    if lo["shuffle"] is not None:
-        kwargs["shuffle"] = lo["shuffle"]
+    recorder: RecordingSampler | None = None
+    if iterable:
+        if lo["shuffle"] is not None:
+            kwargs["shuffle"] = lo["shuffle"]  # torch rejects it with a clear message
+    else:
+        # The sampler DataLoader would build itself, wrapped to record the order.
+        from torch.utils.data import RandomSampler, SequentialSampler
+
+        base = (
+            RandomSampler(dataset, generator=generator)
+            if lo["shuffle"]
+            else SequentialSampler(dataset)
+        )
+        recorder = RecordingSampler(base)
+        kwargs["sampler"] = recorder
     if lo["prefetch_factor"] is not None:
         kwargs["prefetch_factor"] = lo["prefetch_factor"]
     if lo["mp_context"] is not None:
@@ -185,7 +220,13 @@ def run(plan: _Plan) -> None:
                 path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
             )
             raise SystemExit(3) from None
-        events.emit(path, "epoch_end", epoch=epoch, batches=batches)
+        events.emit(
+            path,
+            "epoch_end",
+            epoch=epoch,
+            batches=batches,
+            order=recorder.last_digest if recorder is not None else None,
+        )
         if idle_s:
             events.emit(path, "idle_start", epoch=epoch)
             time.sleep(idle_s)

@@ -256,6 +256,8 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     if verbose:
         parts.append(workers_table(report))
     parts.append(verdict_panel(report))
+    if report.findings:
+        parts.append(findings_panel(report))
     if report.gates:
         parts.append(gates_table(report))
     if report.baseline is not None and report.baseline.differences:
@@ -322,3 +324,19 @@ def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> Table:
     for row in rows:
         t.add_row(*row)
     return t
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def findings_panel(report: Report) -> RenderableType:
+    body = Text()
+    for i, f in enumerate(report.findings):
+        if i:
+            body.append("\n")
+        body.append(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE[f.severity])
+        body.append(f"{f.title}  [{f.id}]\n")
+        evidence = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+        body.append(f"        evidence: {evidence}\n", style="dim")
+        body.append(f"        fix: {f.fix}")
+    return Panel(body, title="lifecycle findings", title_align="left", border_style="yellow")

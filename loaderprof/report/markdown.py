@@ -74,6 +74,17 @@ def to_markdown(report: Report) -> str:
         "USS: private memory (a worker's true cost) · PSS: shared pages split among users</sub>",
         "",
     ]
+    if report.findings:
+        icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
+        lines += ["#### Lifecycle findings", ""]
+        for f in report.findings:
+            evidence = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+            lines += [
+                f"- {icon[f.severity]} **{f.title}** (`{f.id}`)",
+                f"  - evidence: {evidence}",
+                f"  - fix: {f.fix}",
+            ]
+        lines.append("")
     if report.gates:
         status = (report.gate_status or "").upper()
         lines += [

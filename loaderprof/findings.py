@@ -1,0 +1,402 @@
+"""Lifecycle checks: what persistent workers carry from one epoch to the next.
+
+Pure functions of a Report. Each check looks for one thing, reports it with
+its evidence in figures and a one-line fix, and stays quiet otherwise: a false
+alarm costs as much trust as a miss. Thresholds are deliberately above what a
+clean DataLoader shows (a fresh worker's start-up, torch's own file and thread
+use).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from loaderprof.results import ArmResult, Finding, Report, TrialResult, WorkerResult, WorkerState
+from loaderprof.units import fmt_bytes
+
+MiB = 1024 * 1024
+# USS growth between pauses that counts as "grows every epoch".
+GROWTH_MIN_BYTES = 4 * MiB
+GROWTH_MIN_FRACTION = 0.05
+# Copy-on-read: USS rising this much while RSS stays flat, in a forked worker.
+COW_MIN_BYTES = 16 * MiB
+COW_MIN_FRACTION_OF_RSS = 0.10
+COW_MAX_RSS_SHARE = 0.5
+NEAR_LIMIT = 0.8
+
+
+def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]]:
+    return [(t, w) for t in arm.trials for w in t.workers if len(w.states) >= 3]
+
+
+def _growing(values: Sequence[float], min_step: float) -> bool:
+    """Rises at ≥ 75 % of the steps and by ≥ min_step·(steps) overall."""
+    steps = len(values) - 1
+    if steps < 2:
+        return False
+    ups = sum(1 for a, b in itertools.pairwise(values) if b > a)
+    return ups >= 0.75 * steps and values[-1] - values[0] >= min_step * steps * 0.75
+
+
+def check_memory_growth(report: Report) -> list[Finding]:
+    """Persistent workers whose idle USS grows after every epoch (a cache or a leak),
+    told apart from a one-off warm-up in epoch 1."""
+    found = []
+    for t, w in _persistent_workers(report.arms["persistent"]):
+        idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
+        if len(idle) < 3:
+            continue
+        series = [float(s.uss_bytes or 0) for s in idle]
+        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
+        if _growing(series, step):
+            per_epoch = (series[-1] - series[0]) / (len(series) - 1)
+            found.append(
+                Finding(
+                    id="memory-grows-every-epoch",
+                    severity="warning",
+                    arm="persistent",
+                    title=f"worker {w.worker_id} (pid {w.pid}) holds {fmt_bytes(per_epoch)} more "
+                    "private memory after every epoch",
+                    evidence={
+                        "pid": w.pid,
+                        "worker_id": w.worker_id,
+                        "trial": t.index,
+                        "idle_uss_bytes_by_epoch": [int(v) for v in series],
+                        "growth_bytes_per_epoch": int(per_epoch),
+                    },
+                    fix="bound the worker-side cache (an LRU, or clear it each epoch): with "
+                    "persistent_workers it lives, and grows, for the whole training",
+                )
+            )
+    return _one_per_trial(found)
+
+
+def check_copy_on_read(report: Report) -> list[Finding]:
+    """Forked workers whose USS rises while RSS stays flat: reading Python objects
+    inherited from the parent writes their refcounts and turns shared pages private."""
+    if (report.environment.get("start_method") or report.config["loader"]["mp_context"]) != "fork":
+        return []
+    hits = []
+    for arm in report.arms.values():
+        for t in arm.trials:
+            for w in t.workers:
+                first = w.states[0] if w.states else None
+                if first is None or first.uss_bytes is None or w.peak_uss_bytes is None:
+                    continue
+                d_uss = w.peak_uss_bytes - first.uss_bytes
+                d_rss = (w.peak_rss_bytes or first.rss_bytes) - first.rss_bytes
+                if (
+                    d_uss >= max(COW_MIN_BYTES, COW_MIN_FRACTION_OF_RSS * first.rss_bytes)
+                    and d_rss <= COW_MAX_RSS_SHARE * d_uss
+                ):
+                    hits.append((arm.name, t, w, d_uss, d_rss))
+    if not hits:
+        return []
+    arm_name, t, w, d_uss, d_rss = max(hits, key=lambda h: h[3])
+    return [
+        Finding(
+            id="copy-on-read",
+            severity="warning",
+            arm=None,
+            title=f"forked workers turn {fmt_bytes(d_uss)} of shared memory private while "
+            f"reading it (RSS rose only {fmt_bytes(d_rss)})",
+            evidence={
+                "workers_affected": len(hits),
+                "max_uss_growth_bytes": int(d_uss),
+                "rss_growth_bytes": int(d_rss),
+                "pid": w.pid,
+                "arm": arm_name,
+            },
+            fix="keep the dataset's data in numpy arrays or tensors instead of lists/dicts of "
+            "Python objects (whose refcount writes copy every page), or use "
+            "--mp-context spawn/forkserver (PyTorch issue #13246)",
+        )
+    ]
+
+
+_HANDLE_KINDS: tuple[tuple[str, str, Callable[[WorkerState], int]], ...] = (
+    ("files", "open files", lambda s: s.files),
+    ("inet", "network connections", lambda s: s.inet),
+    ("threads", "threads", lambda s: s.threads),
+    ("children", "child processes", lambda s: s.children),
+)
+
+
+def check_handles(report: Report) -> list[Finding]:
+    """Handles that grow across epochs (leaks) and those held constantly (state carried)."""
+    leaks: dict[str, Finding] = {}
+    carried: dict[str, list[int]] = {}
+    for t, w in _persistent_workers(report.arms["persistent"]):
+        base = w.states[0]
+        idle = [s for s in w.states if s.after_epoch >= 1]
+        for key, label, get in _HANDLE_KINDS:
+            series = [get(s) for s in idle]
+            if key not in leaks and _growing([float(v) for v in series], 1.0):
+                leaks[key] = Finding(
+                    id=f"leaked-{key}",
+                    severity="warning",
+                    arm="persistent",
+                    title=f"persistent worker {w.worker_id} holds more {label} after every "
+                    f"epoch ({' → '.join(map(str, series))})",
+                    evidence={
+                        "pid": w.pid,
+                        "worker_id": w.worker_id,
+                        "trial": t.index,
+                        f"{key}_by_epoch": series,
+                        f"{key}_at_start": get(base),
+                    },
+                    fix=f"close what each epoch opens ({label}): use a context manager or open "
+                    "once per worker and reuse it; a persistent worker never gets a fresh start",
+                )
+            # torch starts its own threads on the first tensor op, so only files,
+            # connections and children count as state the Dataset carries.
+            extra = min(series) - get(base) if series else 0
+            if extra > 0 and key != "threads":
+                carried.setdefault(key, []).append(extra)
+    out = list(leaks.values())
+    held = {k: max(v) for k, v in carried.items() if k not in leaks}
+    if held:
+        labels = {k: label for k, label, _ in _HANDLE_KINDS}
+        text = ", ".join(f"{n} {labels[k]}" for k, n in held.items())
+        out.append(
+            Finding(
+                id="state-carried",
+                severity="info",
+                arm="persistent",
+                title=f"each persistent worker keeps {text} open from one epoch to the next",
+                evidence={f"extra_{k}": n for k, n in held.items()},
+                fix="expected for lazily opened resources; make sure they survive reuse "
+                "(file positions, cursors, connections that time out, per-epoch state)",
+            )
+        )
+    return out
+
+
+def check_order(report: Report) -> list[Finding]:
+    out = []
+    shuffle = bool(report.config["loader"].get("shuffle"))
+    orders = {
+        name: [e.order_digest for e in arm.trials[0].epochs] if arm.trials else []
+        for name, arm in report.arms.items()
+    }
+    p = orders.get("persistent", [])
+    if shuffle and len(p) >= 2 and all(o is not None for o in p) and len(set(p)) < len(p):
+        out.append(
+            Finding(
+                id="order-repeats",
+                severity="error",
+                arm="persistent",
+                title="with shuffle=True the persistent arm repeats the same sample order",
+                evidence={"order_digests": p},
+                fix="seed shuffling from the epoch (sampler.set_epoch) or the loader's "
+                "generator, not from state fixed when the worker started",
+            )
+        )
+    n = orders.get("non_persistent", [])
+    if shuffle and p and n and p[0] == n[0] and p[1:] != n[1:]:
+        out.append(
+            Finding(
+                id="order-differs-between-arms",
+                severity="info",
+                arm=None,
+                title="from epoch 2 the shuffled order differs between the arms",
+                evidence={
+                    "first_differing_epoch": next(
+                        (i + 1 for i, (a, b) in enumerate(zip(p, n, strict=False)) if a != b), None
+                    )
+                },
+                fix="expected: DataLoader draws each new iterator's worker seed from the same "
+                "generator as the sampler, and persistent workers skip that draw",
+            )
+        )
+    return out
+
+
+def check_content(report: Report) -> list[Finding]:
+    """With digests: the arms must see the same samples in each epoch."""
+    p, n = report.arms["persistent"], report.arms["non_persistent"]
+    if not p.trials or not n.trials:
+        return []
+    pe, ne = p.trials[0].epochs, n.trials[0].epochs
+    pairs = [
+        (a, b)
+        for a, b in zip(pe, ne, strict=False)
+        if a.content_digest is not None and b.content_digest is not None
+    ]
+    if not pairs:
+        return []
+    differs = [a.epoch for a, b in pairs if a.content_digest != b.content_digest]
+    if not differs:
+        return []
+    if pairs[0][0].content_digest == pairs[0][1].content_digest:
+        return [
+            Finding(
+                id="rng-carried-in-workers",
+                severity="warning",
+                arm=None,
+                title=f"persistence changes what the model sees: the arms agree in epoch 1 but "
+                f"see different samples in epochs {', '.join(map(str, differs))}",
+                evidence={"epochs_differing": differs},
+                fix="random augmentations in persistent workers continue one RNG stream instead "
+                "of being reseeded each epoch; seed them from the epoch (e.g. in __getitem__ "
+                "from index and epoch) if runs must be reproducible across settings",
+            )
+        ]
+    return [
+        Finding(
+            id="content-not-reproducible",
+            severity="info",
+            arm=None,
+            title="samples differ between the arms already in epoch 1, with the same seed",
+            evidence={"epochs_differing": differs},
+            fix="the dataset draws randomness from a source loaderprof cannot seed (time, "
+            "os.urandom, an unseeded generator created at import)",
+        )
+    ]
+
+
+def check_iterable(report: Report) -> list[Finding]:
+    ds_len = report.extras.get("dataset_length")
+    if report.extras.get("dataset_kind") != "iterable":
+        return []
+    workers = int(report.config["loader"]["num_workers"])
+    out = []
+    for arm in report.arms.values():
+        for t in arm.trials[:1]:
+            for e in t.epochs[:1]:
+                repeats = e.max_sample_repeats
+                if e.duplicate_samples:
+                    out.append(
+                        Finding(
+                            id="iterable-duplicates",
+                            severity="error",
+                            arm=arm.name,
+                            title=f"IterableDataset not sharded: {e.duplicate_samples} duplicate "
+                            f"samples in epoch 1, each sample seen up to {repeats} times "
+                            f"with {workers} workers",
+                            evidence={
+                                "samples": e.samples,
+                                "distinct": e.distinct_samples,
+                                "max_repeats": repeats,
+                                "len": ds_len,
+                            },
+                            fix="shard the stream in __iter__ with "
+                            "torch.utils.data.get_worker_info() (id, num_workers)",
+                        )
+                    )
+                elif ds_len and e.samples == workers * ds_len and workers > 1:
+                    out.append(
+                        Finding(
+                            id="iterable-duplicates",
+                            severity="error",
+                            arm=arm.name,
+                            title=f"IterableDataset not sharded: epoch 1 yielded {e.samples} "
+                            f"samples = {workers} workers × len {ds_len}",
+                            evidence={"samples": e.samples, "len": ds_len, "workers": workers},
+                            fix="shard the stream in __iter__ with "
+                            "torch.utils.data.get_worker_info() (id, num_workers)",
+                        )
+                    )
+                elif ds_len and e.samples != ds_len and not report.config["loader"]["drop_last"]:
+                    out.append(
+                        Finding(
+                            id="iterable-length",
+                            severity="warning",
+                            arm=arm.name,
+                            title=f"IterableDataset yielded {e.samples} samples in epoch 1 but "
+                            f"len() says {ds_len}",
+                            evidence={"samples": e.samples, "len": ds_len},
+                            fix="make __len__ match what __iter__ yields across all workers "
+                            "(DataLoader warns when they disagree)",
+                        )
+                    )
+        if out:
+            break
+    return out
+
+
+def check_environment(report: Report) -> list[Finding]:
+    out = []
+    trials = [t for a in report.arms.values() for t in a.trials]
+    sizes = [t.shm_size_bytes for t in trials if t.shm_size_bytes]
+    if sizes:
+        size = max(sizes)
+        peak = max((t.shm_peak_used_bytes or 0) for t in trials)
+        batch = max(((e.max_batch_bytes or 0) for t in trials for e in t.epochs), default=0)
+        lo = report.config["loader"]
+        prefetch = lo.get("prefetch_factor") or 2
+        need = int(lo["num_workers"]) * int(prefetch) * batch
+        if peak >= NEAR_LIMIT * size or need >= NEAR_LIMIT * size:
+            out.append(
+                Finding(
+                    id="shm-near-limit",
+                    severity="warning",
+                    arm=None,
+                    title=f"/dev/shm ({fmt_bytes(size)}) is nearly full: peak use "
+                    f"{fmt_bytes(peak)}, batches in flight need about {fmt_bytes(need)}",
+                    evidence={
+                        "shm_size_bytes": size,
+                        "shm_peak_used_bytes": peak,
+                        "batches_in_flight_bytes": need,
+                        "max_batch_bytes": batch,
+                    },
+                    fix="enlarge /dev/shm (docker --shm-size), or lower num_workers, "
+                    "prefetch_factor or the batch size",
+                )
+            )
+    limit = report.environment.get("cgroup_memory_limit_bytes")
+    p = report.arms["persistent"].summary.peak_total_pss_bytes
+    if limit and p is not None and p.median >= NEAR_LIMIT * limit:
+        out.append(
+            Finding(
+                id="cgroup-memory-near-limit",
+                severity="warning",
+                arm="persistent",
+                title=f"the run peaks at {fmt_bytes(p.median)} PSS, "
+                f"{p.median / limit * 100:.0f} % of the cgroup memory limit {fmt_bytes(limit)}",
+                evidence={"peak_total_pss_bytes": int(p.median), "cgroup_limit_bytes": limit},
+                fix="fewer workers, a smaller per-worker Dataset copy, or a larger memory limit",
+            )
+        )
+    return out
+
+
+CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
+    check_iterable,
+    check_handles,
+    check_memory_growth,
+    check_copy_on_read,
+    check_order,
+    check_content,
+    check_environment,
+)
+
+
+def find(report: Report) -> tuple[Finding, ...]:
+    if not any(t.epochs for arm in report.arms.values() for t in arm.trials):
+        return ()
+    out: list[Finding] = []
+    for check in CHECKS:
+        out.extend(check(report))
+    return tuple(out)
+
+
+def _one_per_trial(found: list[Finding]) -> list[Finding]:
+    """The worst worker of each kind is enough evidence; list how many others."""
+    if len(found) <= 1:
+        return found
+    worst = max(found, key=lambda f: int(f.evidence.get("growth_bytes_per_epoch", 0)))
+    evidence: dict[str, Any] = dict(worst.evidence)
+    evidence["workers_affected"] = len(found)
+    return [
+        Finding(
+            worst.id,
+            worst.severity,
+            worst.title + f" ({len(found)} workers affected)",
+            evidence,
+            worst.fix,
+            worst.arm,
+        )
+    ]

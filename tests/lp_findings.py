@@ -1,0 +1,105 @@
+"""Test-only datasets that each trigger exactly one lifecycle finding."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+import torch
+from torch.utils.data import Dataset, IterableDataset
+
+MiB = 1024 * 1024
+
+
+class LeakyFiles(Dataset[torch.Tensor]):
+    """Opens a new file every `every` items and never closes it: with 2 workers and
+    n=32 each worker reads 16 items an epoch, so it leaks one file per epoch."""
+
+    def __init__(self, n: int = 32, every: int = 16) -> None:
+        self.n, self.every = n, every
+        self._count = 0
+        self._open: list[IO[bytes]] = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self._count % self.every == 0:
+            self._open.append(tempfile.TemporaryFile())
+        self._count += 1
+        return torch.tensor([index])
+
+
+class GrowingCache(Dataset[torch.Tensor]):
+    """Caches a fresh 1 MiB entry on every read, never evicting: grows every epoch."""
+
+    def __init__(self, n: int = 32, entry_mib: int = 1) -> None:
+        self.n, self.entry = n, entry_mib * MiB
+        self._cache: list[bytes] = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        self._cache.append(bytes([index % 251]) * self.entry)
+        return torch.tensor([index])
+
+
+class PythonObjects(Dataset[torch.Tensor]):
+    """Holds millions of Python ints built in the parent; reading a slice in a forked
+    worker writes every object's refcount, turning shared pages private."""
+
+    def __init__(self, n: int = 32, objects: int = 4_000_000) -> None:
+        self.n = n
+        self.objects = list(range(10**6, 10**6 + objects))
+        self.chunk = objects // n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        part = self.objects[index * self.chunk : (index + 1) * self.chunk]
+        return torch.tensor([float(len(part))])
+
+
+class UnshardedStream(IterableDataset[torch.Tensor]):
+    """Every worker yields the whole stream: each sample arrives num_workers times."""
+
+    def __init__(self, n: int = 64) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        for i in range(self.n):
+            yield torch.tensor([i])
+
+
+class RandomAugment(Dataset[torch.Tensor]):
+    """A random augmentation drawn from the worker's torch RNG."""
+
+    def __init__(self, n: int = 32) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([float(index)]) + torch.rand(1)
+
+
+class Clean(Dataset[torch.Tensor]):
+    """Deterministic, nothing opened, nothing cached: no finding."""
+
+    def __init__(self, n: int = 32) -> None:
+        self.n = n
+        self.pid = os.getpid()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.full((4,), float(index))
