@@ -52,6 +52,7 @@ def check_memory_growth(report: Report) -> list[Finding]:
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
         if _growing(series, step):
             per_epoch = (series[-1] - series[0]) / (len(series) - 1)
+            start = w.states[0].uss_bytes
             found.append(
                 Finding(
                     id="memory-grows-every-epoch",
@@ -65,6 +66,9 @@ def check_memory_growth(report: Report) -> list[Finding]:
                         "trial": t.index,
                         "idle_uss_bytes_by_epoch": [int(v) for v in series],
                         "growth_bytes_per_epoch": int(per_epoch),
+                        "first_to_last_epoch_bytes": int(series[-1] - series[0]),
+                        # What epoch 1 added once (warm-up), apart from the growth.
+                        "warmup_bytes": int(series[0] - start) if start is not None else None,
                     },
                     fix="bound the worker-side cache (an LRU, or clear it each epoch): with "
                     "persistent_workers it lives, and grows, for the whole training",

@@ -27,7 +27,8 @@ class LeakyFiles(Dataset[torch.Tensor]):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         if self._count % self.every == 0:
-            self._open.append(tempfile.TemporaryFile())
+            # Deliberately never closed: this dataset exists to leak.
+            self._open.append(tempfile.TemporaryFile())  # noqa: SIM115
         self._count += 1
         return torch.tensor([index])
 

@@ -282,3 +282,17 @@ def test_assemble_marks_failed_trial_incomplete() -> None:
     assert not r.complete
     assert len(r.epochs) == 1  # the unfinished epoch is not a measurement
     assert r.memory.peak_total_pss_bytes is None
+
+
+def test_growth_rule_tells_warmup_from_growth() -> None:
+    from loaderprof.findings import _growing
+
+    mib = float(MiB)
+    # One-off warm-up, then flat: not growth.
+    assert not _growing([50 * mib, 50 * mib, 50.2 * mib, 50.1 * mib], 4 * mib)
+    # Grows every epoch.
+    assert _growing([50 * mib, 66 * mib, 82 * mib, 98 * mib], 4 * mib)
+    # Noise of a few KiB is not growth even when it rises.
+    assert not _growing([50 * mib, 50.01 * mib, 50.02 * mib, 50.03 * mib], 4 * mib)
+    # Too few pauses to tell.
+    assert not _growing([1.0, 2.0], 0.5)

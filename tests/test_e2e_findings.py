@@ -1,0 +1,115 @@
+"""Each lifecycle check on a dataset built to trigger exactly it, and a clean one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import TESTS, run_cli
+from loaderprof.report.json_report import load_schema
+
+pytestmark = pytest.mark.e2e
+FINDINGS = str(TESTS / "lp_findings.py")
+
+
+@pytest.mark.parametrize(
+    ("dataset", "expected", "severity"),
+    [
+        ("LeakyFiles", "leaked-files", "warning"),
+        ("GrowingCache", "memory-grows-every-epoch", "warning"),
+        ("PythonObjects", "copy-on-read", "warning"),
+        ("UnshardedStream", "iterable-duplicates", "error"),
+        ("RandomAugment", "rng-carried-in-workers", "warning"),
+    ],
+)
+def test_check_finds_exactly_one(
+    tmp_path: Path, dataset: str, expected: str, severity: str
+) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check",
+        f"{FINDINGS}:{dataset}",
+        "--epochs",
+        "5",
+        "--batch-size",
+        "4",
+        "--mp-context",
+        "fork",
+        "--json",
+        str(out),
+    )
+    assert run.returncode == 1, run.stderr
+    assert f"check found: {expected}" in run.stderr
+    report = json.loads(out.read_text())
+    ids = [f["id"] for f in report["findings"]]
+    assert ids == [expected], report["findings"]
+    finding = report["findings"][0]
+    assert finding["severity"] == severity
+    assert finding["evidence"] and finding["fix"]
+    assert expected in run.stdout  # shown in the tables too
+    jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
+
+
+def test_unsharded_stream_names_the_repeats(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check",
+        f"{FINDINGS}:UnshardedStream",
+        "--epochs",
+        "2",
+        "--num-workers",
+        "3",
+        "--batch-size",
+        "8",
+        "--json",
+        str(out),
+    )
+    assert run.returncode == 1
+    (finding,) = json.loads(out.read_text())["findings"]
+    assert finding["evidence"]["max_repeats"] == 3
+    assert "get_worker_info()" in finding["fix"]
+
+
+def test_clean_dataset_has_no_findings(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check",
+        f"{FINDINGS}:Clean",
+        "--epochs",
+        "5",
+        "--batch-size",
+        "4",
+        "--json",
+        str(out),
+        "--markdown",
+        str(tmp_path / "r.md"),
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(out.read_text())["findings"] == []
+    assert "Lifecycle findings" not in (tmp_path / "r.md").read_text()
+
+
+def test_compare_runs_the_cheap_checks(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    md = tmp_path / "r.md"
+    run = run_cli(
+        "compare",
+        "--trials",
+        "1",
+        f"{FINDINGS}:LeakyFiles",
+        "--epochs",
+        "5",
+        "--batch-size",
+        "4",
+        "--json",
+        str(out),
+        "--markdown",
+        str(md),
+    )
+    # compare reports findings but only gates decide its exit code.
+    assert run.returncode == 0, run.stderr
+    assert [f["id"] for f in json.loads(out.read_text())["findings"]] == ["leaked-files"]
+    assert "leaked-files" in md.read_text()
