@@ -136,7 +136,11 @@ def _error_line(report: Report) -> str | None:
                 if t.error.category == "usage":
                     return t.error.message
                 where = f"{arm.name.replace('_', '-')} arm, trial {t.index + 1}"
-                epoch = f" (epoch {t.error.epoch})" if t.error.epoch else ""
+                epoch = (
+                    f" (epoch {t.error.epoch})"
+                    if t.error.epoch and "epoch" not in t.error.message
+                    else ""
+                )
                 return f"{where}: {t.error.message}{epoch}"
     return None
 

@@ -135,3 +135,72 @@ class CollateProbe:
             fields["d"] = [sample_digest(s) for s in samples]
         events.emit(self.events_path, "batch", **fields)
         return out
+
+
+_OWN = ("inner", "events_path")
+
+
+class IndexProbe:
+    """Wraps a map-style Dataset so a failing `__getitem__` reports its index.
+
+    Attribute reads and writes pass through to the user's dataset, so a
+    worker_init_fn that sets `get_worker_info().dataset.x` still reaches it.
+    """
+
+    def __init__(self, inner: Any, events_path: str) -> None:
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "events_path", events_path)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        try:
+            return self.inner[index]
+        except Exception as exc:
+            self._report(index, exc)
+            raise
+
+    def _report(self, index: Any, exc: BaseException) -> None:
+        shown = repr(index)
+        events.emit(
+            self.events_path,
+            "getitem_error",
+            worker_id=_worker_id,
+            index=shown if len(shown) <= 200 else shown[:197] + "...",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _OWN:  # during unpickling, before __init__ state exists
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.inner, name, value)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"inner": self.inner, "events_path": self.events_path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+
+class BatchedIndexProbe(IndexProbe):
+    """For datasets with `__getitems__` (batched fetching): keep the fast path."""
+
+    def __getitems__(self, indices: Any) -> Any:
+        try:
+            return self.inner.__getitems__(indices)
+        except Exception as exc:
+            self._report(indices, exc)
+            raise
+
+
+def index_probe(dataset: Any, events_path: str) -> IndexProbe:
+    cls = BatchedIndexProbe if hasattr(dataset, "__getitems__") else IndexProbe
+    return cls(dataset, events_path)

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,9 @@ from loaderprof.assemble import assemble_trial
 from loaderprof.config import RunConfig
 from loaderprof.events import EventReader
 from loaderprof.results import TrialError, TrialResult
-from loaderprof.sampler import TreeSampler
+from loaderprof.sampler import Sample, TreeSampler
 from loaderprof.spec import ObjectRef
+from loaderprof.units import fmt_bytes
 
 EventCallback = Callable[[Mapping[str, Any]], None]
 
@@ -155,7 +156,16 @@ def run_trial(
         if on_event is not None:
             on_event(ev)
 
-    error = _trial_error(collected, proc.returncode, timed_out, interrupted, cfg, stderr_path)
+    error = _trial_error(
+        collected,
+        proc.returncode,
+        timed_out,
+        interrupted,
+        cfg,
+        stderr_path,
+        sampler.samples if sampler else [],
+        t_end,
+    )
     result = assemble_trial(
         arm=plan.arm,
         index=plan.index,
@@ -191,24 +201,42 @@ def _trial_error(
     interrupted: BaseException | None,
     cfg: RunConfig,
     stderr_path: Path,
+    samples: Sequence[Sample] = (),
+    t_timeout_ns: int | None = None,
 ) -> TrialError | None:
     if interrupted is not None:
         return TrialError("interrupted", "interrupted", "stopped by an interrupt")
     last_epoch = max((ev["epoch"] for ev in events if ev["ev"] == "epoch_start"), default=None)
+    worker_of = {ev["pid"]: ev["worker_id"] for ev in events if ev["ev"] == "worker_init"}
     if timed_out:
+        stalled = _stalled_worker(events, worker_of, t_timeout_ns)
         return TrialError(
             "run",
             "timeout",
             f"trial did not finish within --trial-timeout {cfg.trial_timeout_s:g} s"
-            + (f" (stalled in epoch {last_epoch})" if last_epoch else ""),
+            + (f", stalled in epoch {last_epoch}" if last_epoch else "")
+            + (f": {stalled[1]}" if stalled else ""),
             epoch=last_epoch,
+            worker_id=stalled[0] if stalled else None,
         )
     for ev in events:
         if ev["ev"] == "error":
+            message = ev.get("message", "unknown error")
+            kind = ev.get("kind", "error")
+            if kind == "worker_exception":
+                failed = [
+                    e
+                    for e in events
+                    if e["ev"] == "getitem_error" and e.get("worker_id") == ev.get("worker_id")
+                ]
+                if failed:
+                    message += f" at index {failed[-1]['index']}"
+            elif kind == "worker_died":
+                message = _died_message(ev, worker_of, samples)
             return TrialError(
                 category=ev.get("category", "run"),
-                kind=ev.get("kind", "error"),
-                message=ev.get("message", "unknown error"),
+                kind=kind,
+                message=message,
                 epoch=ev.get("epoch"),
                 worker_id=ev.get("worker_id"),
                 detail=ev.get("detail"),
@@ -227,3 +255,66 @@ def _trial_error(
         epoch=last_epoch,
         detail=_tail(stderr_path),
     )
+
+
+def _stalled_worker(
+    events: Sequence[Mapping[str, Any]], worker_of: Mapping[int, int], now_ns: int | None
+) -> tuple[int, str] | None:
+    """The worker of the last epoch whose last batch is oldest: the one the loader waits on."""
+    starts = [ev["t"] for ev in events if ev["ev"] == "epoch_start"]
+    if not starts or not worker_of:
+        return None
+    epoch_start = starts[-1]
+    exited = {ev["pid"] for ev in events if ev["ev"] == "worker_exit"}
+    last: dict[int, int] = {pid: epoch_start for pid in worker_of if pid not in exited}
+    for ev in events:
+        if ev["ev"] == "batch" and ev["pid"] in last and ev["t"] >= epoch_start:
+            last[ev["pid"]] = max(last[ev["pid"]], ev["t"])
+    if not last:
+        return None
+    pid = min(last, key=lambda p: last[p])
+    end = now_ns if now_ns is not None else max(ev["t"] for ev in events)
+    idle = (end - last[pid]) / 1e9
+    produced = any(
+        ev["ev"] == "batch" and ev["pid"] == pid and ev["t"] >= epoch_start for ev in events
+    )
+    if produced:
+        text = f"produced no batch in its last {idle:.1f} s"
+    else:
+        text = f"produced no batch in the {idle:.1f} s since the epoch started"
+    return worker_of[pid], f"worker {worker_of[pid]} (pid {pid}) {text}"
+
+
+def _died_message(
+    ev: Mapping[str, Any], worker_of: Mapping[int, int], samples: Sequence[Sample]
+) -> str:
+    """Name the dead worker, how it died (its exit code, read by the trial child),
+    and the memory it had at its last sample."""
+    codes = {int(k): int(v) for k, v in (ev.get("exitcodes") or {}).items()}
+    pids = [int(p) for p in ev.get("pids") or []] or list(codes)
+    parts = []
+    for pid in pids:
+        who = (
+            f"DataLoader worker {worker_of[pid]} (pid {pid})"
+            if pid in worker_of
+            else f"DataLoader worker (pid {pid})"
+        )
+        code = codes.get(pid)
+        if code is not None and code < 0:
+            who += f" was killed by {signal.Signals(-code).name}"
+            if -code == signal.SIGKILL:
+                who += " (the kernel's OOM killer sends SIGKILL when memory runs out)"
+        elif ev.get("signal"):
+            who += f" was killed by signal {ev['signal']}"
+        elif code is not None:
+            who += f" exited with status {code}"
+        else:
+            who += " exited unexpectedly"
+        mine = [s for s in samples if s.pid == pid]
+        if mine:
+            uss = next((s.uss for s in reversed(mine) if s.uss is not None), None)
+            mem = f"RSS {fmt_bytes(mine[-1].rss)}"
+            mem += f", USS {fmt_bytes(uss)}" if uss is not None else ""
+            who += f"; at its last sample it had {mem}"
+        parts.append(who)
+    return "; ".join(parts) or str(ev.get("message", "a DataLoader worker died"))

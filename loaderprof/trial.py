@@ -19,7 +19,7 @@ from typing import Any
 
 from loaderprof import events
 from loaderprof.errors import UsageError
-from loaderprof.probe import CollateProbe, WorkerInitProbe
+from loaderprof.probe import CollateProbe, WorkerInitProbe, index_probe
 from loaderprof.spec import ObjectRef, build_dataset, one_line
 
 _WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
@@ -197,7 +197,9 @@ def run(plan: _Plan) -> None:
     if lo["mp_context"] is not None:
         kwargs["multiprocessing_context"] = lo["mp_context"]
     try:
-        loader = DataLoader(dataset, **kwargs)
+        # Map-style datasets are wrapped so a failing __getitem__ names its index.
+        served = dataset if iterable else index_probe(dataset, path)
+        loader = DataLoader(served, **kwargs)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
     events.emit(path, "loader_built")
@@ -207,8 +209,12 @@ def run(plan: _Plan) -> None:
     for epoch in range(1, int(cfg["epochs"]) + 1):
         events.emit(path, "epoch_start", epoch=epoch)
         batches = 0
+        # An explicit iterator (what `for batch in loader` makes) so that after a
+        # failure the workers' exit codes can still be read.
+        it = None
         try:
-            for _batch in loader:
+            it = iter(loader)
+            for _batch in it:
                 if batches == 0:
                     events.emit(path, "first_batch", epoch=epoch)
                 batches += 1
@@ -216,6 +222,8 @@ def run(plan: _Plan) -> None:
                     time.sleep(step_s)
         except Exception as exc:
             info = _classify_worker_error(exc)
+            workers = getattr(it, "_workers", None) or []
+            info["exitcodes"] = {str(w.pid): w.exitcode for w in workers if w.exitcode}
             events.emit(
                 path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
             )
