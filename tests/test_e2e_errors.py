@@ -103,3 +103,17 @@ def test_unpicklable_dataset_under_spawn_says_top_level() -> None:
     line = _one_error_line(run.stderr)
     assert "Can't pickle local object" in line
     assert "defined at module top level" in line
+
+
+def test_malformed_toml_and_baseline_exit_2(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("epochs = [\n")
+    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--config", str(cfg))
+    assert run.returncode == 2
+    assert "is not valid TOML" in _one_error_line(run.stderr)
+    base = tmp_path / "base.json"
+    base.write_text('{"schema_version": 1, "arms": 3}')
+    run = run_cli("compare", "loaderprof.examples:CheapDataset", "--baseline", str(base))
+    assert run.returncode == 2
+    assert "is not a valid loaderprof report" in _one_error_line(run.stderr)
+    assert run.stdout == ""
