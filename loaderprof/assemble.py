@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loaderprof.results import (
+    BatchSpan,
     EpochResult,
     ProcessTimeline,
     Setup,
@@ -183,6 +184,15 @@ def assemble_trial(
         shm_size_bytes=shm_size,
         shm_base_used_bytes=_shm_base(shm_used, windows),
         shm_peak_used_bytes=max((u for _, u in shm_used), default=None),
+        batches=tuple(
+            BatchSpan(
+                pid=int(b["pid"]),
+                start_s=round(((b.get("fetch") or b["start"]) - t0_ns) / NS, 6),
+                end_s=round((b["t"] - t0_ns) / NS, 6),
+                samples=int(b.get("n", 0)),
+            )
+            for b in by_kind["batch"]
+        ),
     )
 
 

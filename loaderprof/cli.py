@@ -155,6 +155,14 @@ CsvOut = Annotated[
 MarkdownOut = Annotated[
     Path | None, typer.Option("--markdown", help="Write tables, verdict and gates as Markdown.")
 ]
+PlotOut = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Draw memory and worker lifelines (PNG or SVG, by suffix)."),
+]
+TraceOut = Annotated[
+    Path | None,
+    typer.Option("--trace", help="Write a Chrome trace (open in ui.perfetto.dev)."),
+]
 JunitOut = Annotated[
     Path | None, typer.Option("--junit", help="Write one JUnit testcase per gate.")
 ]
@@ -190,14 +198,31 @@ class _Outputs:
         markdown: Path | None,
         junit: Path | None,
         save_baseline: Path | None = None,
+        plot: Path | None = None,
+        trace: Path | None = None,
     ) -> None:
         from loaderprof.report.json_report import check_writable
 
         self.json_out, self.csv, self.markdown, self.junit = json_out, csv, markdown, junit
-        self.save_baseline = save_baseline
-        for path in (json_out if json_out != "-" else None, csv, markdown, junit, save_baseline):
+        self.save_baseline, self.plot, self.trace = save_baseline, plot, trace
+        outs = (
+            json_out if json_out != "-" else None,
+            csv,
+            markdown,
+            junit,
+            save_baseline,
+            plot,
+            trace,
+        )
+        for path in outs:
             if path:
                 check_writable(path)
+        if plot is not None:
+            if plot.suffix.lower() not in (".png", ".svg"):
+                raise UsageError(f"--plot {plot}: use a .png or .svg file name")
+            from loaderprof.report.plot import require_matplotlib
+
+            require_matplotlib()
         import os
 
         self.step_summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
@@ -227,6 +252,17 @@ class _Outputs:
             from loaderprof.report.junit import to_junit
 
             write_atomic(self.junit, to_junit(report, strict=strict))
+        if self.trace:
+            from loaderprof.report.trace import to_trace_json
+
+            write_atomic(self.trace, to_trace_json(report))
+        if self.plot:
+            from loaderprof.report.plot import render
+
+            # savefig writes in place; render to a temp name, then rename.
+            tmp = self.plot.with_name(f".{self.plot.name}.tmp{self.plot.suffix}")
+            render(report, tmp)
+            tmp.replace(self.plot)
         if self.step_summary and markdown:
             try:
                 with open(self.step_summary, "a", encoding="utf-8") as f:
@@ -417,6 +453,8 @@ def compare(
     csv: CsvOut = None,
     markdown: MarkdownOut = None,
     junit: JunitOut = None,
+    plot: PlotOut = None,
+    trace: TraceOut = None,
     verbose: Verbose = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     debug: Debug = False,
@@ -481,7 +519,7 @@ def compare(
     gate_list = _load_gates(fail_on, gates, file_values.get("gates"))
     check_needs_baseline(gate_list, baseline is not None)
     base_report = read_report(baseline) if baseline else None
-    outputs = _Outputs(json_out, csv, markdown, junit, save_baseline)
+    outputs = _Outputs(json_out, csv, markdown, junit, save_baseline, plot, trace)
 
     err = _stderr_console()
     # With the JSON on stdout, the tables move to stderr so stdout stays parseable.
@@ -607,6 +645,8 @@ def check(
         csv=None,
         markdown=markdown,
         junit=None,
+        plot=None,
+        trace=None,
         verbose=verbose,
         quiet=quiet,
         debug=debug,
@@ -622,6 +662,8 @@ def report_cmd(
     csv: CsvOut = None,
     markdown: MarkdownOut = None,
     junit: JunitOut = None,
+    plot: PlotOut = None,
+    trace: TraceOut = None,
     verbose: Verbose = False,
     debug: Debug = False,
 ) -> int:
@@ -631,7 +673,7 @@ def report_cmd(
     from loaderprof.report.console import print_report
     from loaderprof.report.json_report import read_report
 
-    outputs = _Outputs(json_out, csv, markdown, junit)
+    outputs = _Outputs(json_out, csv, markdown, junit, plot=plot, trace=trace)
     report = read_report(path)
     outputs.write(report, strict=False)
     print_report(report, _stderr_console() if json_out == "-" else Console(), verbose=verbose)

@@ -18,6 +18,9 @@ from loaderprof.clock import process_start_ns
 
 # The worker id of this process, set by the init probe (None outside workers).
 _worker_id: int | None = None
+# When the batch being built started fetching (its first __getitem__), set by
+# IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
+_fetch_started: int | None = None
 
 
 def _on_exit(path: str, worker_id: int) -> None:
@@ -121,7 +124,9 @@ class CollateProbe:
     def __call__(self, data: Any) -> Any:
         import time
 
+        global _fetch_started
         start = time.monotonic_ns()
+        fetch, _fetch_started = _fetch_started, None
         out = self.inner(data)
         n = len(data) if self.auto_collation else 1
         fields: dict[str, Any] = {
@@ -130,6 +135,8 @@ class CollateProbe:
             "n": n,
             "bytes": nbytes(out),
         }
+        if fetch is not None:
+            fields["fetch"] = fetch
         if self.digests:
             samples = data if self.auto_collation else [data]
             fields["d"] = [sample_digest(s) for s in samples]
@@ -138,6 +145,14 @@ class CollateProbe:
 
 
 _OWN = ("inner", "events_path")
+
+
+def _mark_fetch() -> None:
+    global _fetch_started
+    if _fetch_started is None:
+        import time
+
+        _fetch_started = time.monotonic_ns()
 
 
 class IndexProbe:
@@ -155,6 +170,7 @@ class IndexProbe:
         return len(self.inner)
 
     def __getitem__(self, index: Any) -> Any:
+        _mark_fetch()
         try:
             return self.inner[index]
         except Exception as exc:
@@ -194,6 +210,7 @@ class BatchedIndexProbe(IndexProbe):
     """For datasets with `__getitems__` (batched fetching): keep the fast path."""
 
     def __getitems__(self, indices: Any) -> Any:
+        _mark_fetch()
         try:
             return self.inner.__getitems__(indices)
         except Exception as exc:

@@ -79,6 +79,17 @@ class EpochResult:
 
 
 @dataclass(frozen=True)
+class BatchSpan:
+    """One batch a worker produced: from its first __getitem__ (or collate start,
+    for IterableDatasets) to the end of collate."""
+
+    pid: int
+    start_s: float
+    end_s: float
+    samples: int
+
+
+@dataclass(frozen=True)
 class WorkerState:
     """What one worker held: when first seen (after_epoch 0), and in the pause after
     each epoch it lived through."""
@@ -195,6 +206,7 @@ class TrialResult:
     # /dev/shm in use before the first epoch, and at its peak during the trial.
     shm_base_used_bytes: int | None = None
     shm_peak_used_bytes: int | None = None
+    batches: tuple[BatchSpan, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -252,7 +252,11 @@ def verdict_panel(report: Report) -> RenderableType:
 
 
 def render(report: Report, *, verbose: bool = False) -> RenderableType:
-    parts: list[RenderableType] = [summary_table(report), epochs_table(report)]
+    parts: list[RenderableType] = [
+        summary_table(report),
+        epochs_table(report),
+        lifelines_table(report),
+    ]
     if verbose:
         parts.append(workers_table(report))
     parts.append(verdict_panel(report))
@@ -340,3 +344,42 @@ def findings_panel(report: Report) -> RenderableType:
         body.append(f"        evidence: {evidence}\n", style="dim")
         body.append(f"        fix: {f.fix}")
     return Panel(body, title="lifecycle findings", title_align="left", border_style="yellow")
+
+
+def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
+    """(arm, worker id, one mark per epoch, processes) for the first trial of each arm.
+
+    ● a new process served that slot this epoch; ━ the same process as before;
+    · nothing served by that slot."""
+    rows = []
+    for name in ("persistent", "non_persistent"):
+        trials = report.arms[name].trials
+        if not trials:
+            continue
+        t = trials[0]
+        wid_of = {w.pid: w.worker_id for w in t.workers}
+        for wid in sorted({w.worker_id for w in t.workers}):
+            marks = []
+            for e in t.epochs:
+                pids = [p for p in e.worker_pids if wid_of.get(p) == wid]
+                new = [p for p in e.new_worker_pids if wid_of.get(p) == wid]
+                marks.append("●" if new else ("━" if pids else "·"))
+            procs = [w.pid for w in t.workers if w.worker_id == wid]
+            shown = f"1 (pid {procs[0]})" if len(procs) == 1 else str(len(procs))
+            rows.append((ARM_LABEL[name], wid, "".join(marks), shown))
+    return rows
+
+
+def lifelines_table(report: Report) -> Table:
+    t = Table(
+        title="Worker lifelines (first trial; ● new process, ━ same process as before)",
+        title_justify="left",
+        header_style="bold",
+    )
+    t.add_column("arm")
+    t.add_column("worker", justify="right")
+    t.add_column("epochs 1..N")
+    t.add_column("processes", justify="right")
+    for arm, wid, marks, procs in lifeline_rows(report):
+        t.add_row(arm, str(wid), marks, procs)
+    return t
