@@ -671,8 +671,10 @@ def report_cmd(
     from rich.console import Console
 
     from loaderprof.report.console import print_report
-    from loaderprof.report.json_report import read_report
+    from loaderprof.report.json_report import is_sweep, read_report
 
+    if is_sweep(path):
+        return _show_sweep(path, json_out, csv, plot)
     outputs = _Outputs(json_out, csv, markdown, junit, plot=plot, trace=trace)
     report = read_report(path)
     outputs.write(report, strict=False)
@@ -748,6 +750,193 @@ def diff(
             + "\n"
         )
     return _gate_exit(report)
+
+
+def _write_sweep(report: Any, json_out: str | None, csv: Path | None, plot: Path | None) -> None:
+    import json as _json
+
+    from loaderprof.report.json_report import write_atomic
+    from loaderprof.results import to_dict
+
+    if json_out:
+        text = _json.dumps(to_dict(report), indent=2, allow_nan=False) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            write_atomic(json_out, text)
+    if csv:
+        from loaderprof.report.csv_report import sweep_csv
+
+        write_atomic(csv, sweep_csv(report))
+    if plot:
+        from loaderprof.report.plot import render_sweep
+
+        tmp = plot.with_name(f".{plot.name}.tmp{plot.suffix}")
+        render_sweep(report, tmp)
+        tmp.replace(plot)
+
+
+def _show_sweep(path: Path, json_out: str | None, csv: Path | None, plot: Path | None) -> int:
+    from rich.console import Console
+
+    from loaderprof.report.console import sweep_table
+    from loaderprof.report.json_report import read_sweep
+
+    _Outputs(json_out, csv, None, None, plot=plot)
+    report = read_sweep(path)
+    _write_sweep(report, json_out, csv, plot)
+    (_stderr_console() if json_out == "-" else Console()).print(sweep_table(report))
+    return 0
+
+
+@app.command()
+def sweep(
+    dataset: Annotated[str | None, typer.Argument(help="Dataset as 'pkg.module:attr'.")] = None,
+    arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help="key=value")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    num_workers: Annotated[
+        str | None, typer.Option("--num-workers", "-w", help="e.g. 0,2,4,8 (default: 0,2).")
+    ] = None,
+    prefetch_factor: Annotated[
+        str | None, typer.Option(help="e.g. 2,4 (default: torch's).")
+    ] = None,
+    mp_context: Annotated[
+        str | None, typer.Option(help="e.g. fork,spawn (default: the platform's).")
+    ] = None,
+    persistent: Annotated[
+        str | None, typer.Option(help="on, off or on,off (default: on,off).")
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(help="Epochs per trial (default: 5).")] = None,
+    batch_size: Annotated[str | None, typer.Option("--batch-size", "-b")] = None,
+    trials: Annotated[
+        int | None, typer.Option(help="Trials per configuration (default: 3).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    step_ms: Annotated[float | None, typer.Option()] = None,
+    memory_budget: Annotated[
+        str | None,
+        typer.Option(help="Peak PSS allowed, e.g. 16GiB (default: the cgroup's or machine's)."),
+    ] = None,
+    json_out: JsonOut = None,
+    csv: CsvOut = None,
+    plot: PlotOut = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    debug: Debug = False,
+) -> int:
+    """Sweep num_workers × prefetch_factor × start method × persistence; find the frontier."""
+    from rich.console import Console
+
+    from loaderprof.config import build_config, load_config_file
+    from loaderprof.report.console import sweep_table
+    from loaderprof.spec import parse_args
+    from loaderprof.sweep import SweepGrid, expand, run_sweep
+
+    grid = SweepGrid.parse(num_workers, prefetch_factor, mp_context, persistent)
+    file_values = load_config_file(config) if config else {}
+    bs: Any = batch_size
+    if batch_size is not None and batch_size.strip().lower() != "none":
+        try:
+            bs = int(batch_size)
+        except ValueError:
+            raise UsageError(
+                f"--batch-size must be an integer or 'none', got {batch_size!r}"
+            ) from None
+    flags = {
+        "dataset": dataset,
+        "args": parse_args(arg or []),
+        "epochs": epochs,
+        "batch_size": bs,
+        "trials": trials,
+        "seed": seed,
+        "step_ms": step_ms,
+        "memory_budget": memory_budget,
+        # Validated with a worker count; each point then sets its own.
+        "num_workers": max([w for w in grid.num_workers if w > 0], default=1),
+    }
+    cfg = build_config(flags, file_values, file_name=str(config) if config else "config file")
+    _Outputs(json_out, csv, None, None, plot=plot)
+    points, _ = expand(grid)
+    err = _stderr_console()
+    signals = _Signals()
+    signals.install()
+    if not quiet and err.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials"),
+            console=err,
+            transient=True,
+        )
+        task = progress.add_task("sweep", total=len(points) * cfg.trials)
+
+        def on_progress(done: int, total: int, point: Any, ev: Any) -> None:
+            progress.update(task, completed=done, description=point.label)
+
+        with progress:
+            report = run_sweep(cfg, grid, on_progress=on_progress)
+    else:
+        report = run_sweep(cfg, grid)
+    _write_sweep(report, json_out, csv, plot)
+    (err if json_out == "-" else Console()).print(sweep_table(report))
+    if signals.signum is not None:
+        err.print("loaderprof: interrupted", style="yellow")
+        return int(
+            ExitCode.TERMINATED if signals.signum == signal.SIGTERM else ExitCode.INTERRUPTED
+        )
+    return int(ExitCode.OK if report.complete else ExitCode.RUN_FAILED)
+
+
+@app.command()
+def plan(
+    path: Annotated[Path, typer.Argument(help="A compare report (JSON).")],
+    ranks: Annotated[int, typer.Option(help="Training processes per node.")] = 1,
+    num_workers: Annotated[
+        int | None,
+        typer.Option("--num-workers", "-w", help="Workers per rank (default: as measured)."),
+    ] = None,
+    arm: Annotated[str, typer.Option(help="persistent or non_persistent.")] = "persistent",
+    debug: Debug = False,
+) -> int:
+    """Project the host memory a training node needs: ranks × workers per rank."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from loaderprof.plan import project
+    from loaderprof.report.json_report import read_report
+    from loaderprof.session import environment
+    from loaderprof.units import fmt_bytes
+
+    report = read_report(path)
+    w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])
+    proj = project(report, ranks=ranks, num_workers=w, arm=arm, environment=environment(None))
+    t = Table(
+        title=f"Host memory for {ranks} rank(s) × {w} workers ({arm.replace('_', '-')})",
+        title_justify="left",
+        header_style="bold",
+    )
+    t.add_column("")
+    t.add_column("bytes", justify="right")
+    t.add_row(
+        "measured: one rank's process tree (peak PSS total)", fmt_bytes(proj.rank_total_pss_bytes)
+    )
+    t.add_row("measured: peak USS per worker", fmt_bytes(proj.per_worker_uss_bytes))
+    t.add_row(f"projected: one rank with {w} workers", fmt_bytes(proj.per_rank_bytes))
+    t.add_row(f"projected: node with {ranks} rank(s)", fmt_bytes(proj.node_bytes), style="bold")
+    if proj.limit_bytes:
+        t.add_row(f"this machine's {proj.limit_source}", fmt_bytes(proj.limit_bytes))
+    console = Console()
+    console.print(t)
+    for a in proj.assumptions:
+        console.print(f"assumes: {a}", style="dim", highlight=False)
+    if proj.over_limit:
+        sys.stderr.write(
+            f"loaderprof: warning: the projection ({fmt_bytes(proj.node_bytes)}) exceeds this "
+            f"machine's {proj.limit_source} ({fmt_bytes(proj.limit_bytes)})\n"
+        )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> None:

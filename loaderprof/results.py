@@ -338,6 +338,20 @@ class Report:
     baseline: BaselineInfo | None = None
     findings: tuple[Finding, ...] = ()
 
+    @property
+    def recommendation(self) -> Recommendation | None:
+        return self.verdict.recommendation if self.verdict else None
+
+    @property
+    def summaries(self) -> dict[str, ArmSummary]:
+        return {name: arm.summary for name, arm in self.arms.items()}
+
+    def to_frame(self) -> Any:
+        """One tidy row per trial × epoch (a pandas DataFrame), as `--csv` writes."""
+        from loaderprof.report.csv_report import to_frame
+
+        return to_frame(self)
+
 
 # -- (de)serialization -------------------------------------------------------
 

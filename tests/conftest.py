@@ -12,6 +12,12 @@ from typing import Any
 
 import psutil
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time, so a failure there reproduces here.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

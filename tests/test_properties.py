@@ -18,7 +18,11 @@ from loaderprof.spec import ObjectRef, parse_arg
 
 keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
 literals = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
     max_leaves=6,
 )
@@ -28,6 +32,12 @@ literals = st.recursive(
 def test_arg_round_trips_python_literals(key: str, value: Any) -> None:
     text = f"{key}={value!r}"
     assert parse_arg(text) == (key, ast.literal_eval(repr(value)))
+
+
+def test_words_that_are_not_literals_stay_strings() -> None:
+    # repr(float("inf")) is "inf", not a Python literal: it is documented to stay a string.
+    assert parse_arg("x=inf") == ("x", "inf")
+    assert parse_arg("path=/data/train") == ("path", "/data/train")
 
 
 @given(st.text(max_size=40))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -383,3 +384,45 @@ def lifelines_table(report: Report) -> Table:
     for arm, wid, marks, procs in lifeline_rows(report):
         t.add_row(arm, str(wid), marks, procs)
     return t
+
+
+def sweep_table(report: Any) -> RenderableType:
+    """Configurations sorted by steady epoch, with the time × memory frontier marked."""
+    t = Table(
+        title=f"Sweep: {report.config['dataset']} · {report.config['epochs']} epochs × "
+        f"{report.config['trials']} trial(s) per configuration",
+        title_justify="left",
+        header_style="bold",
+    )
+    for col in (
+        "",
+        "configuration",
+        "steady epoch",
+        "cold epoch",
+        "first batch",
+        "peak PSS total",
+        "peak USS / worker",
+    ):
+        t.add_column(col, justify="left" if col in ("", "configuration") else "right")
+    for p in report.points:
+        s = p.summary
+        t.add_row(
+            "◆" if p.frontier else "",
+            p.label + (" (failed)" if p.error else ""),
+            _stat(s.steady_epoch_s, _sec),
+            _stat(s.cold_epoch_s, _sec),
+            _stat(s.first_batch_s, _sec),
+            _stat(s.peak_total_pss_bytes, _bytes),
+            _stat(s.peak_worker_uss_bytes, _bytes),
+        )
+    t.caption = "◆ Pareto frontier of steady epoch time vs peak PSS total · median ± half IQR (n)"
+    parts: list[RenderableType] = [t]
+    body = Text()
+    for i, reason in enumerate(report.recommendation.reasons):
+        body.append(("\n" if i else "") + f"• {reason}")
+    parts.append(Panel(body, title="recommendation", title_align="left", border_style="green"))
+    for note in report.skipped:
+        parts.append(Text(f"skipped: {note}", style="dim"))
+    for w in report.warnings:
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    return Group(*parts)

@@ -9,6 +9,8 @@ from loaderprof.results import Report
 if TYPE_CHECKING:
     import pandas as pd
 
+    from loaderprof.sweep import SweepReport
+
 
 def to_frame(report: Report) -> pd.DataFrame:
     import pandas as pd
@@ -46,4 +48,39 @@ def to_frame(report: Report) -> pd.DataFrame:
 
 def to_csv(report: Report) -> str:
     text: str = to_frame(report).to_csv(index=False)
+    return text
+
+
+def sweep_frame(report: SweepReport) -> pd.DataFrame:
+    """One row per configuration × trial × epoch."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    for p in report.points:
+        for trial in p.trials:
+            m = trial.memory
+            for e in trial.epochs:
+                rows.append(
+                    {
+                        "config": p.label,
+                        "num_workers": p.num_workers,
+                        "prefetch_factor": p.prefetch_factor,
+                        "mp_context": p.mp_context,
+                        "persistent": p.persistent,
+                        "frontier": p.frontier,
+                        "trial": trial.index,
+                        "epoch": e.epoch,
+                        "phase": "cold" if e.epoch == 1 else "steady",
+                        "wall_s": e.wall_s,
+                        "first_batch_s": e.first_batch_s,
+                        "samples_per_s": e.samples_per_s,
+                        "trial_peak_total_pss_bytes": m.peak_total_pss_bytes,
+                        "trial_peak_worker_uss_bytes": m.peak_worker_uss_bytes,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def sweep_csv(report: SweepReport) -> str:
+    text: str = sweep_frame(report).to_csv(index=False)
     return text

@@ -56,7 +56,7 @@ def check_writable(path: str | Path) -> None:
         raise UsageError(f"cannot write {target}: it is a directory")
 
 
-def read_report(path: str | Path) -> Report:
+def _load(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -74,7 +74,27 @@ def read_report(path: str | Path) -> Report:
             f"{p} has schema_version {version!r}; this loaderprof reads up to "
             f"{SCHEMA_VERSION}: upgrade loaderprof"
         )
+    return data
+
+
+def is_sweep(path: str | Path) -> bool:
+    return _load(path).get("kind") == "sweep"
+
+
+def read_report(path: str | Path) -> Report:
+    data = _load(path)
+    if data.get("kind") == "sweep":
+        raise UsageError(f"{path} is a sweep report; this command needs a compare report")
     try:
         return from_dict(Report, data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"{p} is not a valid loaderprof report: {exc}") from None
+        raise UsageError(f"{path} is not a valid loaderprof report: {exc}") from None
+
+
+def read_sweep(path: str | Path) -> Any:
+    from loaderprof.sweep import SweepReport
+
+    try:
+        return from_dict(SweepReport, _load(path))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{path} is not a valid loaderprof sweep report: {exc}") from None

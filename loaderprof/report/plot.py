@@ -196,3 +196,56 @@ def render(report: Report, path: str | Path) -> None:
     )
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def render_sweep(report: Any, path: str | Path) -> None:
+    """Time vs memory scatter of a sweep, the Pareto frontier joined by a line."""
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), constrained_layout=True)
+    pts = [p for p in report.points if p.summary.steady_epoch_s is not None]
+    for p in pts:
+        mem = p.summary.peak_total_pss_bytes.median / MiB if p.summary.peak_total_pss_bytes else 0
+        ax.scatter(
+            p.summary.steady_epoch_s.median,
+            mem,
+            s=60 if p.frontier else 30,
+            color="#2a9d8f" if p.persistent else "#e76f51",
+            edgecolor="black" if p.frontier else "none",
+            zorder=3,
+        )
+        ax.annotate(
+            p.label,
+            (p.summary.steady_epoch_s.median, mem),
+            fontsize=7,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
+    front = sorted(
+        (
+            p.summary.steady_epoch_s.median,
+            p.summary.peak_total_pss_bytes.median / MiB if p.summary.peak_total_pss_bytes else 0,
+        )
+        for p in pts
+        if p.frontier
+    )
+    if front:
+        ax.plot(
+            [f[0] for f in front],
+            [f[1] for f in front],
+            color="black",
+            lw=1,
+            ls="--",
+            label="Pareto frontier",
+            zorder=2,
+        )
+        ax.legend(fontsize=8)
+    ax.set_xlabel("steady epoch (s, median)")
+    ax.set_ylabel("peak PSS total (MiB, median)")
+    ax.set_title(f"loaderprof sweep · {report.config['dataset']} (green: persistent)", fontsize=10)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
