@@ -323,6 +323,19 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             f"Either way: persistence saves a little time ({fmt_seconds(saved)} per epoch).",
             tuple(reasons),
         )
+    if (r.ci_high < 1.0 or r.ci_low > 1.0) and not significant:
+        # The interval is on one side but the test has too few epochs to confirm it.
+        faster = "faster" if r.ci_high < 1.0 else "slower"
+        reasons.append(
+            f"steady epochs look {_pct(r.value)} {faster} with persistent workers ({ci}), but "
+            "too few steady epochs were measured to be sure: run more --epochs or --trials"
+        )
+        reasons.append(mem_text)
+        return Verdict(
+            "neutral",
+            "Not decided: the difference is not significant with this many epochs.",
+            tuple(reasons),
+        )
     reasons.append(f"no significant difference in steady epoch time ({ci})")
     if comparison.memory_budget_bytes is not None:
         reasons.append(f"within --memory-budget {fmt_bytes(comparison.memory_budget_bytes)}")
@@ -396,6 +409,21 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             est = bootstrap_median(values, seed)
             if est is not None:
                 out[f"{arm_name}.{metric}"] = MetricValue(*est, n=len(values))
+    if report.distributed is not None and report.distributed.nodes:
+        # Node totals are sums of per-rank medians: no interval, so gates on them
+        # are decided by the value (the largest node).
+        nodes = report.distributed.nodes
+        for arm_name in ("persistent", "non_persistent"):
+            for metric, attr in (
+                ("node_pss_total", "pss_total_bytes"),
+                ("node_idle_workers_uss", "idle_workers_uss_bytes"),
+                ("node_worker_processes", "worker_processes"),
+            ):
+                vals = [getattr(n.arms[arm_name], attr) for n in nodes if arm_name in n.arms]
+                vals = [v for v in vals if v is not None]
+                if vals:
+                    v = float(max(vals))
+                    out[f"{arm_name}.{metric}"] = MetricValue(v, v, v, n=len(nodes))
     return out
 
 

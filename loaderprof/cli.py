@@ -521,6 +521,19 @@ def compare(
     base_report = read_report(baseline) if baseline else None
     outputs = _Outputs(json_out, csv, markdown, junit, save_baseline, plot, trace)
 
+    from loaderprof import distributed
+
+    ctx = distributed.detect()
+    sync = None
+    if ctx is not None:
+        import dataclasses
+
+        # Each barrier waits at most for the slowest rank's trial.
+        distributed.init(timeout_s=cfg.trial_timeout_s + 300)
+        cfg = dataclasses.replace(cfg, rank=ctx.rank, world_size=ctx.world_size)
+        sync = distributed.barrier
+        quiet = quiet or ctx.rank != 0
+
     err = _stderr_console()
     # With the JSON on stdout, the tables move to stderr so stdout stays parseable.
     out = err if json_out == "-" else Console()
@@ -532,9 +545,14 @@ def compare(
     if not quiet and err.is_terminal:
         progress, on_progress = _progress_callback(cfg, err)
         with progress:
-            report = run_compare(cfg, on_progress=on_progress)
+            report = run_compare(cfg, on_progress=on_progress, sync=sync)
     else:
-        report = run_compare(cfg)
+        report = run_compare(cfg, sync=sync)
+    if ctx is not None:
+        report_or_none = _gather_ranks(report, ctx, cfg)
+        if report_or_none is None:  # not rank 0: measured, handed over, silent
+            return _exit_code_for(report, signals.signum)
+        report = report_or_none
 
     code = _exit_code_for(report, signals.signum)
     measured = any(t.epochs for a in report.arms.values() for t in a.trials)
@@ -574,6 +592,24 @@ def compare(
         sys.stderr.write(f"loaderprof: gate failed: {', '.join(failed)}\n")
         return _gate_exit(report)
     return code
+
+
+def _gather_ranks(report: Report, ctx: Any, cfg: RunConfig) -> Report | None:
+    """Hand every rank's report to rank 0; rank 0 gets its own, with the node summary."""
+    import dataclasses
+
+    from loaderprof import distributed
+    from loaderprof.results import Report as ReportModel
+    from loaderprof.results import from_dict, to_dict
+
+    gathered = distributed.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
+    distributed.finish()
+    if gathered is None:
+        return None
+    reports = [(rank, host, from_dict(ReportModel, data)) for rank, host, data in gathered]
+    summary = distributed.summarize(reports)
+    merged = dataclasses.replace(report, distributed=summary)
+    return distributed.adjust_verdict(merged, summary, cfg.memory_budget_bytes)
 
 
 def _detail(report: Report) -> str | None:

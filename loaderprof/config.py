@@ -69,6 +69,10 @@ class RunConfig:
     # Content digest of every sample (`loaderprof check`): finds duplicates and
     # RNG carried in workers, at a cost in epoch time.
     digests: bool = False
+    # Under torchrun: this rank and the world size (each rank loads its shard
+    # through a DistributedSampler). Set from the environment, not by users.
+    rank: int = 0
+    world_size: int = 1
 
     @property
     def effective_idle_ms(self) -> float:

@@ -40,8 +40,15 @@ RATIO_METRICS = (
     "peak_total_pss_ratio",
 )
 TIME_METRICS = ("steady_epoch_s", "cold_epoch_s", "first_batch_s", "worker_startup_s")
-BYTE_METRICS = ("peak_worker_uss", "peak_total_pss", "idle_workers_uss", "peak_main_pss")
-RATE_METRICS = ("steady_samples_per_s",)
+BYTE_METRICS = (
+    "peak_worker_uss",
+    "peak_total_pss",
+    "idle_workers_uss",
+    "peak_main_pss",
+    "node_pss_total",
+    "node_idle_workers_uss",
+)
+RATE_METRICS = ("steady_samples_per_s", "node_worker_processes")
 ARM_METRICS = TIME_METRICS + BYTE_METRICS + RATE_METRICS
 ARM_PREFIXES = ("persistent", "non_persistent")
 

@@ -310,6 +310,59 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class RankArmSummary:
+    steady_epoch_s: float | None
+    first_batch_s: float | None
+    peak_worker_uss_bytes: float | None
+    peak_total_pss_bytes: float | None
+    idle_workers_uss_bytes: float | None
+    worker_pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    rank: int
+    host: str
+    arms: Mapping[str, RankArmSummary]
+
+
+@dataclass(frozen=True)
+class SlowestRank:
+    """The rank the whole job waits for in one epoch."""
+
+    arm: str
+    epoch: int
+    rank: int
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class NodeArmTotals:
+    # DataLoader worker processes the node runs at once (ranks × workers).
+    worker_processes: int
+    # Sum over the node's ranks of each rank's peak PSS total (trials start
+    # together, so the peaks overlap).
+    pss_total_bytes: int | None
+    # Memory held between epochs by all the node's persistent workers.
+    idle_workers_uss_bytes: int | None
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    host: str
+    ranks: tuple[int, ...]
+    arms: Mapping[str, NodeArmTotals]
+
+
+@dataclass(frozen=True)
+class DistributedSummary:
+    world_size: int
+    ranks: tuple[RankSummary, ...]
+    slowest: tuple[SlowestRank, ...]
+    nodes: tuple[NodeSummary, ...]
+
+
+@dataclass(frozen=True)
 class BaselineInfo:
     path: str
     created: str
@@ -337,6 +390,8 @@ class Report:
     gate_status: str | None = None
     baseline: BaselineInfo | None = None
     findings: tuple[Finding, ...] = ()
+    # Under torchrun: every rank's figures and the per-node totals (rank 0 only).
+    distributed: DistributedSummary | None = None
 
     @property
     def recommendation(self) -> Recommendation | None:

@@ -51,11 +51,20 @@ def run_schedule(
     *,
     on_progress: ProgressCallback | None = None,
     workdir: Path | None = None,
+    sync: Callable[[], None] | None = None,
 ) -> ScheduleOutcome:
+    """Run the trials in order. With `sync` (a barrier across torchrun ranks) every
+    planned trial starts together on all ranks; a rank whose trial failed stops
+    measuring but keeps taking part in the barriers, so no other rank hangs."""
     results: list[TrialResult] = []
+    stopped: TrialResult | None = None
     with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp:
         wd = workdir or Path(tmp)
         for plan in trial_order(cfg.trials, cfg.seed, cfg.warmup_trials):
+            if sync is not None:
+                sync()
+                if stopped is not None:
+                    continue
             if on_progress:
                 on_progress(plan, None)
 
@@ -70,5 +79,7 @@ def run_schedule(
                 return ScheduleOutcome(tuple(results), exc.partial, exc.__cause__)
             results.append(result)
             if not result.complete:
-                return ScheduleOutcome(tuple(results), result, None)
-    return ScheduleOutcome(tuple(results), None, None)
+                if sync is None:
+                    return ScheduleOutcome(tuple(results), result, None)
+                stopped = result
+    return ScheduleOutcome(tuple(results), stopped, None)

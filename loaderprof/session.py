@@ -8,7 +8,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loaderprof import __version__
@@ -178,6 +178,7 @@ def run_compare(
     *,
     on_progress: ProgressCallback | None = None,
     train_epochs: int | None = None,
+    sync: Callable[[], None] | None = None,
 ) -> Report:
     """Run both arms and return the Report; partial when a trial failed or was stopped."""
     imported: dict[str, Any] = {}
@@ -192,7 +193,7 @@ def run_compare(
             on_progress(plan, ev)
 
     start = time.monotonic()
-    outcome = run_schedule(cfg, on_progress=capture)
+    outcome = run_schedule(cfg, on_progress=capture, sync=sync)
     return build_report(
         cfg,
         outcome.trials,

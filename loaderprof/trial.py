@@ -185,11 +185,25 @@ def run(plan: _Plan) -> None:
         # The sampler DataLoader would build itself, wrapped to record the order.
         from torch.utils.data import RandomSampler, SequentialSampler
 
-        base = (
-            RandomSampler(dataset, generator=generator)
-            if lo["shuffle"]
-            else SequentialSampler(dataset)
-        )
+        world = int(cfg.get("world_size", 1))
+        base: Any
+        if world > 1:
+            from torch.utils.data.distributed import DistributedSampler
+
+            base = DistributedSampler(
+                dataset,
+                num_replicas=world,
+                rank=int(cfg.get("rank", 0)),
+                shuffle=bool(lo["shuffle"]),
+                seed=seed,
+                drop_last=bool(lo["drop_last"]),
+            )
+        else:
+            base = (
+                RandomSampler(dataset, generator=generator)
+                if lo["shuffle"]
+                else SequentialSampler(dataset)
+            )
         recorder = RecordingSampler(base)
         kwargs["sampler"] = recorder
     if lo["prefetch_factor"] is not None:
@@ -207,6 +221,8 @@ def run(plan: _Plan) -> None:
     step_s = float(cfg["step_ms"]) / 1000
     idle_s = float(cfg["idle_ms"]) / 1000
     for epoch in range(1, int(cfg["epochs"]) + 1):
+        if recorder is not None and hasattr(recorder.inner, "set_epoch"):
+            recorder.inner.set_epoch(epoch)  # as a distributed training loop does
         events.emit(path, "epoch_start", epoch=epoch)
         batches = 0
         # An explicit iterator (what `for batch in loader` makes) so that after a

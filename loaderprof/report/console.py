@@ -257,6 +257,7 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
         summary_table(report),
         epochs_table(report),
         lifelines_table(report),
+        *distributed_tables(report),
     ]
     if verbose:
         parts.append(workers_table(report))
@@ -426,3 +427,65 @@ def sweep_table(report: Any) -> RenderableType:
     for w in report.warnings:
         parts.append(Text(f"warning: {w}", style="yellow"))
     return Group(*parts)
+
+
+def distributed_tables(report: Report) -> list[RenderableType]:
+    d = report.distributed
+    if d is None:
+        return []
+    t = Table(title=f"Ranks ({d.world_size})", title_justify="left", header_style="bold")
+    for col in (
+        "rank",
+        "host",
+        "steady p",
+        "steady np",
+        "first batch p",
+        "peak USS / worker p",
+        "workers",
+    ):
+        t.add_column(col, justify="left" if col == "host" else "right")
+    for r in d.ranks:
+        p, n = r.arms.get("persistent"), r.arms.get("non_persistent")
+        t.add_row(
+            str(r.rank),
+            r.host,
+            fmt_seconds(p.steady_epoch_s) if p else "–",
+            fmt_seconds(n.steady_epoch_s) if n else "–",
+            fmt_seconds(p.first_batch_s) if p else "–",
+            fmt_bytes(p.peak_worker_uss_bytes) if p else "–",
+            str(len(p.worker_pids) + (len(n.worker_pids) if n else 0)) if p else "–",
+        )
+    slow = Table(
+        title="Slowest rank per epoch (the one the job waits for)",
+        title_justify="left",
+        header_style="bold",
+    )
+    slow.add_column("arm")
+    for e in sorted({s.epoch for s in d.slowest}):
+        slow.add_column(f"epoch {e}", justify="right")
+    for arm in ("persistent", "non_persistent"):
+        cells = {
+            s.epoch: f"rank {s.rank} ({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
+        }
+        slow.add_row(ARM_LABEL[arm], *[cells.get(e, "–") for e in sorted(cells)])
+    nodes = Table(title="Per node", title_justify="left", header_style="bold")
+    for col in (
+        "host",
+        "ranks",
+        "arm",
+        "worker processes",
+        "PSS total (all ranks)",
+        "idle worker USS held",
+    ):
+        nodes.add_column(col, justify="left" if col in ("host", "arm") else "right")
+    for node in d.nodes:
+        for arm, tot in node.arms.items():
+            nodes.add_row(
+                node.host,
+                ",".join(map(str, node.ranks)),
+                ARM_LABEL[arm],
+                str(tot.worker_processes),
+                fmt_bytes(tot.pss_total_bytes),
+                fmt_bytes(tot.idle_workers_uss_bytes),
+            )
+    return [t, slow, nodes]
