@@ -188,6 +188,16 @@ Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show every 
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 
 
+def _batch_size(text: str | None) -> int | str | None:
+    """--batch-size: an integer, or 'none' (automatic batching off); None when not given."""
+    if text is None or text.strip().lower() == "none":
+        return None if text is None else "none"
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--batch-size must be an integer or 'none', got {text!r}") from None
+
+
 class _Outputs:
     """Where a report goes; every path is checked before any trial runs."""
 
@@ -477,17 +487,7 @@ def compare(
     from loaderprof.spec import parse_args
 
     file_values = load_config_file(config) if config else {}
-    bs: Any = batch_size
-    if batch_size is not None:
-        if batch_size.strip().lower() == "none":
-            bs = "none"
-        else:
-            try:
-                bs = int(batch_size)
-            except ValueError:
-                raise UsageError(
-                    f"--batch-size must be an integer or 'none', got {batch_size!r}"
-                ) from None
+    bs = _batch_size(batch_size)
     flags = {
         "dataset": dataset,
         "args": parse_args(arg or []),
@@ -869,14 +869,7 @@ def sweep(
 
     grid = SweepGrid.parse(num_workers, prefetch_factor, mp_context, persistent)
     file_values = load_config_file(config) if config else {}
-    bs: Any = batch_size
-    if batch_size is not None and batch_size.strip().lower() != "none":
-        try:
-            bs = int(batch_size)
-        except ValueError:
-            raise UsageError(
-                f"--batch-size must be an integer or 'none', got {batch_size!r}"
-            ) from None
+    bs = _batch_size(batch_size)
     flags = {
         "dataset": dataset,
         "args": parse_args(arg or []),
