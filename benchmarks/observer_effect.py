@@ -37,6 +37,7 @@ import json, sys, time, torch
 from torch.utils.data import DataLoader
 from loaderprof.examples import CheapDataset
 n, workers, batch, epochs, persistent = map(int, sys.argv[1:6])
+idle_s = float(sys.argv[6])
 torch.manual_seed(0)
 loader = DataLoader(CheapDataset(n=n), batch_size=batch, num_workers=workers,
                     persistent_workers=bool(persistent))
@@ -46,6 +47,7 @@ for _ in range(epochs):
     for _b in loader:
         pass
     walls.append(time.monotonic() - t)
+    time.sleep(idle_s)  # the same untimed pause loaderprof takes between epochs
 print(json.dumps(walls))
 """
 
@@ -54,7 +56,9 @@ def steady(report: Report, arm: str) -> list[float]:
     return [e.wall_s for t in report.arms[arm].trials for e in t.epochs if e.epoch >= 2]
 
 
-def raw_steady(n: int, workers: int, batch: int, epochs: int, persistent: bool) -> list[float]:
+def raw_steady(
+    n: int, workers: int, batch: int, epochs: int, persistent: bool, idle_s: float
+) -> list[float]:
     out = subprocess.run(
         [
             sys.executable,
@@ -65,6 +69,7 @@ def raw_steady(n: int, workers: int, batch: int, epochs: int, persistent: bool) 
             str(batch),
             str(epochs),
             str(int(persistent)),
+            str(idle_s),
         ],
         capture_output=True,
         text=True,
@@ -96,8 +101,11 @@ def main() -> None:
         "num_workers": a.num_workers,
         "batch_size": a.batch_size,
     }
-    cfg_on = build_config({**common, "sample_interval_ms": a.sample_interval})
-    cfg_off = build_config({**common, "sample_interval_ms": 0.0})
+    # The same untimed pause after each epoch in both: it defaults to 3 sampling
+    # intervals, which would otherwise differ between the two settings too.
+    idle = 3 * a.sample_interval
+    cfg_on = build_config({**common, "sample_interval_ms": a.sample_interval, "idle_ms": idle})
+    cfg_off = build_config({**common, "sample_interval_ms": 0.0, "idle_ms": idle})
 
     on: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
     off: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
@@ -120,7 +128,9 @@ def main() -> None:
                 (on if label == "on" else off)[arm].extend(steady(report, arm))
         for arm in raw:
             raw[arm].extend(
-                raw_steady(a.n, a.num_workers, a.batch_size, a.epochs, arm == "persistent")
+                raw_steady(
+                    a.n, a.num_workers, a.batch_size, a.epochs, arm == "persistent", idle / 1000
+                )
             )
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
 
