@@ -13,15 +13,14 @@ unmapped for every batch, so frequent walks stall the loader itself
 change it). So while an epoch is timed a deep sample of the whole tree is
 taken only when memory moves or time passes:
 
+* a process appeared (its first sample is deep);
 * some process's RSS rose above its high-water mark at the last deep sample by
-  more than GROWTH_TRIGGER (allocations and peaks are caught, at most every
-  TRIGGER_GAP_S);
+  more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
 * `deep_interval_s` passed (catches USS that grows without RSS growing, such
   as copy-on-write pages turning private).
 
-A process that appears gets a deep sample of its own. Outside timed epochs
-(set-up, the idle pauses between epochs, where the memory held by persistent
-workers is measured) every tick is deep.
+Outside timed epochs (set-up, the idle pauses between epochs, where the memory
+held by persistent workers is measured) every tick is deep.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from loaderprof import procfs
 # triggers a deep sample inside an epoch.
 GROWTH_TRIGGER = 0.03
 GROWTH_TRIGGER_MIN_BYTES = 2 * 1024 * 1024
-TRIGGER_GAP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -111,18 +109,11 @@ class TreeSampler(threading.Thread):
             self._stop_event.wait(delay)
 
     def _wants_deep(self, now: float, rss: dict[int, int]) -> bool:
-        """A deep sample of the whole tree on this tick?"""
         if not self._in_epoch.is_set() or now - self._last_deep >= self.deep_interval_s:
             return True
-        # Rising RSS triggers one, but at most every TRIGGER_GAP_S: a worker's RSS rises
-        # on every tick while it starts, and walking the main process's page tables then
-        # stalls it while it forks the next worker (measured: +17 % on non-persistent
-        # epochs without this limit).
-        if now - self._last_deep < min(TRIGGER_GAP_S, self.deep_interval_s):
-            return False
         for pid, r in rss.items():
             hw = self._deep_hw.get(pid)
-            if hw is not None and r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
+            if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
                 return True
         return False
 
@@ -137,9 +128,7 @@ class TreeSampler(threading.Thread):
         seen: set[int] = set()
         for pid, r in rss.items():
             uss = pss = None
-            # A new process gets a deep sample of its own (the baseline its USS
-            # starts from), without walking every other process's page tables.
-            if deep or pid not in self._known:
+            if deep:
                 mem = procfs.memory(pid)
                 if mem is None:
                     continue
