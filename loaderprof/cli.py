@@ -710,6 +710,14 @@ def report_cmd(
     from loaderprof.report.json_report import is_sweep, read_report
 
     if is_sweep(path):
+        unsupported = [
+            f for f, v in (("--markdown", markdown), ("--junit", junit), ("--trace", trace)) if v
+        ]
+        if unsupported:
+            raise UsageError(
+                f"{path} is a sweep report: {', '.join(unsupported)} apply to "
+                "compare reports; a sweep exports --json, --csv and --plot"
+            )
         return _show_sweep(path, json_out, csv, plot)
     outputs = _Outputs(json_out, csv, markdown, junit, plot=plot, trace=trace)
     report = read_report(path)

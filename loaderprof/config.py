@@ -178,7 +178,10 @@ def _check_type(key: str, value: Any, source: str) -> Any:
         try:
             return parse_size(str(value))
         except ValueError as exc:
-            raise UsageError(f"memory_budget in {source}: {exc}") from None
+            where = (
+                "--memory-budget" if source == "the command line" else f"memory_budget in {source}"
+            )
+            raise UsageError(f"{where}: {exc}") from None
     elif key == "batch_size":
         if isinstance(value, str) and value.strip().lower() == "none":
             return None

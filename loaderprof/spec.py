@@ -72,8 +72,9 @@ class ObjectRef:
         except ModuleNotFoundError as exc:
             missing = exc.name or self.module
             if self.module == missing or self.module.startswith(missing + "."):
-                searched = ", ".join(p or "." for p in sys.path[:6])
-                more = f" (+{len(sys.path) - 6} more)" if len(sys.path) > 6 else ""
+                paths = list(dict.fromkeys(p or "." for p in sys.path))
+                searched = ", ".join(paths[:6])
+                more = f" (+{len(paths) - 6} more)" if len(paths) > 6 else ""
                 raise UsageError(
                     f"module {self.module!r} not found (searched sys.path: {searched}{more})",
                     detail=traceback.format_exc(),
