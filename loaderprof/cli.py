@@ -715,8 +715,8 @@ def report_cmd(
         ]
         if unsupported:
             raise UsageError(
-                f"{path} is a sweep report: {', '.join(unsupported)} apply to "
-                "compare reports; a sweep exports --json, --csv and --plot"
+                f"{path} is a sweep report, which exports only --json, --csv and --plot "
+                f"(not {', '.join(unsupported)})"
             )
         return _show_sweep(path, json_out, csv, plot)
     outputs = _Outputs(json_out, csv, markdown, junit, plot=plot, trace=trace)
