@@ -89,6 +89,22 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         workers_reused=workers_reused(measured),
         worker_processes=sum(len(t.workers) for t in measured),
         peak_main_pss_bytes=mem("peak_main_pss_bytes"),
+        shutdown_s=Stat.of(
+            [
+                t.wall_parts.shutdown_s
+                for t in measured
+                if t.wall_parts is not None and t.wall_parts.shutdown_s is not None
+            ]
+        ),
+        setup_main_pss_bytes=mem("setup_main_pss_bytes"),
+        peak_worker_processes=max(
+            (
+                t.memory.peak_worker_processes
+                for t in measured
+                if t.memory.peak_worker_processes is not None
+            ),
+            default=None,
+        ),
     )
 
 

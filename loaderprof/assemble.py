@@ -9,6 +9,7 @@ stamp. That is exact: a persistent worker does not prefetch epoch k+1 before
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +23,7 @@ from loaderprof.results import (
     TrialError,
     TrialMemory,
     TrialResult,
+    WallParts,
     WorkerResult,
     WorkerState,
 )
@@ -45,124 +47,48 @@ def assemble_trial(
     shm_size: int | None = None,
     shm_used: Sequence[tuple[int, int]] = (),
 ) -> TrialResult:
-    def rel(t: int | None) -> float | None:
-        return None if t is None else (t - t0_ns) / NS
-
     by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in events:
         by_kind[ev["ev"]].append(ev)
-
-    def first_t(kind: str) -> int | None:
-        evs = by_kind.get(kind)
-        return evs[0]["t"] if evs else None
-
+    clock = _Clock(t0_ns, by_kind)
     setup = Setup(
-        rel(first_t("imported")), rel(first_t("dataset_built")), rel(first_t("loader_built"))
+        clock.rel(clock.first("imported")),
+        clock.rel(clock.first("dataset_built")),
+        clock.rel(clock.first("loader_built")),
     )
-
-    # Epoch windows; an epoch without an end (failure) is not a measured epoch.
-    starts = {ev["epoch"]: ev["t"] for ev in by_kind["epoch_start"]}
-    ends = {ev["epoch"]: ev for ev in by_kind["epoch_end"]}
-    first_batches = {ev["epoch"]: ev["t"] for ev in by_kind["first_batch"]}
-    windows = [(e, starts[e], ends[e]["t"]) for e in sorted(ends) if e in starts]
-    open_epochs = [(e, starts[e]) for e in sorted(starts) if e not in ends]
-
-    def epoch_of(t: int) -> int | None:
-        for e, lo, hi in windows:
-            if lo <= t <= hi:
-                return e
-        for e, lo in open_epochs:
-            if t >= lo:
-                return e
-        return None
-
-    batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    batches_by_pid: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in by_kind["batch"]:
-        batches_by_pid[ev["pid"]].append(ev)
-        e = epoch_of(ev["t"])
-        if e is not None:
-            batches_by_epoch[e].append(ev)
-
-    inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
-    readies = {ev["pid"]: ev["t"] for ev in by_kind["worker_ready"]}
-    exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
-    gone = dict(gone_ns or {})
-
-    new_by_epoch: dict[int, list[int]] = defaultdict(list)
-    for pid, ev in inits.items():
-        e = epoch_of(ev["t"])
-        if e is not None:
-            new_by_epoch[e].append(pid)
-
-    epochs = []
-    for e, lo, hi in windows:
-        bevs = batches_by_epoch.get(e, [])
-        n_samples = sum(int(b.get("n", 0)) for b in bevs)
-        content = _content(bevs)
-        wall = (hi - lo) / NS
-        fb = first_batches.get(e)
-        epochs.append(
-            EpochResult(
-                epoch=e,
-                start_s=(lo - t0_ns) / NS,
-                wall_s=wall,
-                first_batch_s=None if fb is None else (fb - lo) / NS,
-                batches=int(ends[e].get("batches", 0)),
-                samples=n_samples,
-                samples_per_s=n_samples / wall if wall > 0 else None,
-                worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
-                new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
-                order_digest=ends[e].get("order"),
-                max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
-                **content,
-            )
-        )
-
+    windows = _Windows(by_kind)
+    epochs = _epochs(windows, by_kind, t0_ns)
+    lo, hi = _memory_window(by_kind, t_end_ns)
+    inside = [s for s in samples if lo is not None and lo <= s.t_ns <= hi]
     per_pid = _per_process(samples)
-    idle_windows = _idle_windows(by_kind)
-    workers = []
-    for pid, ev in sorted(inits.items(), key=lambda kv: (kv[1]["t"], kv[1]["worker_id"])):
-        bevs = batches_by_pid.get(pid, [])
-        served = [epoch_of(b["t"]) for b in bevs]
-        first_epoch = epoch_of(ev["t"])
-        if first_epoch is None:
-            known = [s for s in served if s is not None]
-            first_epoch = min(known) if known else None
-        series = per_pid.get(pid, [])
-        exited = exits.get(pid, gone.get(pid))
-        workers.append(
-            WorkerResult(
-                pid=pid,
-                worker_id=int(ev["worker_id"]),
-                first_epoch=first_epoch,
-                started_s=rel(ev.get("proc_start")),
-                init_start_s=(ev["t"] - t0_ns) / NS,
-                ready_s=rel(readies.get(pid)),
-                first_batch_s=rel(min(b["t"] for b in bevs)) if bevs else None,
-                exited_s=rel(exited),
-                batches=len(bevs),
-                samples=sum(int(b.get("n", 0)) for b in bevs),
-                peak_rss_bytes=max((s.rss for s in series), default=None),
-                peak_uss_bytes=_peak(s.uss for s in series),
-                peak_pss_bytes=_peak(s.pss for s in series),
-                uss_samples=sum(1 for s in series if s.uss is not None),
-                states=_states(series, idle_windows, t0_ns),
-            )
-        )
-
+    inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
+    workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
     worker_pids = set(inits)
-    worker_ids = {pid: int(ev["worker_id"]) for pid, ev in inits.items()}
-    memory = _memory(samples, per_pid, main_pid, worker_pids, idle_windows)
+    memory = _memory(inside, main_pid, worker_pids, _idle_windows(by_kind))
+    memory = dataclasses.replace(
+        memory,
+        window_start_s=clock.rel(lo),
+        window_end_s=clock.rel(hi) if lo is not None else None,
+        shutdown_peak_total_pss_bytes=_shutdown_peak(inside, by_kind),
+    )
+    setup_sample = _setup_sample(per_pid.get(main_pid, []), lo)
+    if setup_sample is not None:
+        memory = dataclasses.replace(
+            memory,
+            setup_main_rss_bytes=setup_sample.rss,
+            setup_main_uss_bytes=setup_sample.uss,
+            setup_main_pss_bytes=setup_sample.pss,
+        )
     timeline = tuple(
         ProcessTimeline(
             pid=pid,
             role="main" if pid == main_pid else ("worker" if pid in worker_pids else "other"),
-            worker_id=worker_ids.get(pid),
+            worker_id=int(inits[pid]["worker_id"]) if pid in inits else None,
             t_s=tuple(round((s.t_ns - t0_ns) / NS, 6) for s in series),
             rss_bytes=tuple(s.rss for s in series),
             uss_bytes=tuple(s.uss for s in series),
             pss_bytes=tuple(s.pss for s in series),
+            in_window=tuple(lo is not None and lo <= s.t_ns <= hi for s in series),
         )
         for pid, series in sorted(per_pid.items())
     )
@@ -174,15 +100,15 @@ def assemble_trial(
         wall_s=(t_end_ns - t0_ns) / NS,
         returncode=returncode,
         setup=setup,
-        epochs=tuple(epochs),
-        workers=tuple(workers),
+        epochs=epochs,
+        workers=workers,
         memory=memory,
         timeline=timeline,
         main_pid=main_pid,
         warnings=tuple(str(ev.get("message", "")) for ev in by_kind["warning"]),
         error=error,
         shm_size_bytes=shm_size,
-        shm_base_used_bytes=_shm_base(shm_used, windows),
+        shm_base_used_bytes=_shm_base(shm_used, windows.closed),
         shm_peak_used_bytes=max((u for _, u in shm_used), default=None),
         batches=tuple(
             BatchSpan(
@@ -193,7 +119,199 @@ def assemble_trial(
             )
             for b in by_kind["batch"]
         ),
+        wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
     )
+
+
+class _Clock:
+    """Event stamps as seconds from the trial start."""
+
+    def __init__(self, t0_ns: int, by_kind: Mapping[str, list[Mapping[str, Any]]]) -> None:
+        self.t0_ns = t0_ns
+        self._by_kind = by_kind
+
+    def first(self, kind: str) -> int | None:
+        evs = self._by_kind.get(kind)
+        return evs[0]["t"] if evs else None
+
+    def rel(self, t: int | None) -> float | None:
+        return None if t is None else (t - self.t0_ns) / NS
+
+    def between(self, a: str, b: str) -> float | None:
+        ta, tb = self.first(a), self.first(b)
+        return None if ta is None or tb is None else (tb - ta) / NS
+
+
+class _Windows:
+    """Epoch windows [epoch_start, epoch_end] on the shared clock; an epoch without
+    an end (a failure) is open and is not a measured epoch."""
+
+    def __init__(self, by_kind: Mapping[str, list[Mapping[str, Any]]]) -> None:
+        starts = {ev["epoch"]: ev["t"] for ev in by_kind["epoch_start"]}
+        self.ends = {ev["epoch"]: ev for ev in by_kind["epoch_end"]}
+        self.closed = [(e, starts[e], self.ends[e]["t"]) for e in sorted(self.ends) if e in starts]
+        self.open = [(e, starts[e]) for e in sorted(starts) if e not in self.ends]
+
+    def epoch_of(self, t: int) -> int | None:
+        for e, lo, hi in self.closed:
+            if lo <= t <= hi:
+                return e
+        for e, lo in self.open:
+            if t >= lo:
+                return e
+        return None
+
+
+def _epochs(
+    windows: _Windows, by_kind: Mapping[str, list[Mapping[str, Any]]], t0_ns: int
+) -> tuple[EpochResult, ...]:
+    first_batches = {ev["epoch"]: ev["t"] for ev in by_kind["first_batch"]}
+    batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in by_kind["batch"]:
+        e = windows.epoch_of(ev["t"])
+        if e is not None:
+            batches_by_epoch[e].append(ev)
+    new_by_epoch: dict[int, list[int]] = defaultdict(list)
+    for ev in by_kind["worker_init"]:
+        e = windows.epoch_of(ev["t"])
+        if e is not None:
+            new_by_epoch[e].append(ev["pid"])
+    epochs = []
+    for e, lo, hi in windows.closed:
+        bevs = batches_by_epoch.get(e, [])
+        n_samples = sum(int(b.get("n", 0)) for b in bevs)
+        wall = (hi - lo) / NS
+        fb = first_batches.get(e)
+        epochs.append(
+            EpochResult(
+                epoch=e,
+                start_s=(lo - t0_ns) / NS,
+                wall_s=wall,
+                first_batch_s=None if fb is None else (fb - lo) / NS,
+                batches=int(windows.ends[e].get("batches", 0)),
+                samples=n_samples,
+                samples_per_s=n_samples / wall if wall > 0 else None,
+                worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
+                new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
+                order_digest=windows.ends[e].get("order"),
+                max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
+                **_content(bevs),
+            )
+        )
+    return tuple(epochs)
+
+
+def _workers(
+    inits: Mapping[int, Mapping[str, Any]],
+    windows: _Windows,
+    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    per_pid: Mapping[int, list[Sample]],
+    gone: Mapping[int, int],
+    clock: _Clock,
+) -> tuple[WorkerResult, ...]:
+    """One row per worker process; its memory from the samples inside the window."""
+    batches_by_pid: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in by_kind["batch"]:
+        batches_by_pid[ev["pid"]].append(ev)
+    readies = {ev["pid"]: ev["t"] for ev in by_kind["worker_ready"]}
+    exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
+    idle_windows = _idle_windows(by_kind)
+    workers = []
+    for pid, ev in sorted(inits.items(), key=lambda kv: (kv[1]["t"], kv[1]["worker_id"])):
+        bevs = batches_by_pid.get(pid, [])
+        first_epoch = windows.epoch_of(ev["t"])
+        if first_epoch is None:
+            known = [e for e in (windows.epoch_of(b["t"]) for b in bevs) if e is not None]
+            first_epoch = min(known) if known else None
+        series = per_pid.get(pid, [])
+        workers.append(
+            WorkerResult(
+                pid=pid,
+                worker_id=int(ev["worker_id"]),
+                first_epoch=first_epoch,
+                started_s=clock.rel(ev.get("proc_start")),
+                init_start_s=(ev["t"] - clock.t0_ns) / NS,
+                ready_s=clock.rel(readies.get(pid)),
+                first_batch_s=clock.rel(min(b["t"] for b in bevs)) if bevs else None,
+                exited_s=clock.rel(exits.get(pid, gone.get(pid))),
+                batches=len(bevs),
+                samples=sum(int(b.get("n", 0)) for b in bevs),
+                peak_rss_bytes=max((s.rss for s in series), default=None),
+                peak_uss_bytes=_peak(s.uss for s in series),
+                peak_pss_bytes=_peak(s.pss for s in series),
+                uss_samples=sum(1 for s in series if s.uss is not None),
+                states=_states(series, idle_windows, clock.t0_ns),
+            )
+        )
+    return tuple(workers)
+
+
+def _memory_window(
+    by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
+) -> tuple[int | None, int]:
+    """NOTE [memory window]: from the loader's construction until its workers are
+    gone after the last epoch. A trial that failed ends its window at the error
+    (what follows is the trial process unwinding); one stopped from outside (a
+    timeout, an interrupt, a crash) at the moment the parent stopped it."""
+
+    def first(kind: str) -> int | None:
+        evs = by_kind.get(kind)
+        return evs[0]["t"] if evs else None
+
+    start = first("loader_building") or first("loader_built") or first("epoch_start")
+    end = first("loader_closed") or first("error") or t_end_ns
+    return start, end
+
+
+def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | None:
+    """The main process at its last deep sample before the loader was built."""
+    if window_start is None:
+        return None
+    before = [s for s in main if s.uss is not None and s.t_ns < window_start]
+    return before[-1] if before else None
+
+
+def _shutdown_peak(
+    inside: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]]
+) -> int | None:
+    closing = by_kind.get("loader_closing")
+    if not closing:
+        return None
+    lo = closing[0]["t"]
+    return max(
+        (sum(s.pss or 0 for s in g) for g in _deep_ticks(s for s in inside if s.t_ns >= lo)),
+        default=None,
+    )
+
+
+def _wall_parts(
+    clock: _Clock,
+    epochs: Sequence[EpochResult],
+    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    t_end_ns: int,
+) -> WallParts:
+    pauses = sum((ends - start) / NS for start, ends, _ in _idle_windows(by_kind) if ends >= start)
+    closed = clock.first("loader_closed")
+    parts = WallParts(
+        interpreter_s=clock.rel(clock.first("child_start")),
+        imports_s=clock.between("child_start", "imported"),
+        setup_s=clock.between("imported", "loader_built"),
+        epochs_s=sum(e.wall_s for e in epochs),
+        pauses_s=pauses,
+        shutdown_s=clock.between("loader_closing", "loader_closed"),
+        exit_s=None if closed is None else (t_end_ns - closed) / NS,
+        other_s=None,
+    )
+    if closed is None:
+        return parts
+    known = [
+        v
+        for v in (parts.interpreter_s, parts.imports_s, parts.setup_s, parts.shutdown_s)
+        if v is not None
+    ]
+    wall = (t_end_ns - clock.t0_ns) / NS
+    other = wall - sum(known) - parts.epochs_s - parts.pauses_s - (parts.exit_s or 0.0)
+    return dataclasses.replace(parts, other_s=max(other, 0.0))
 
 
 def _peak(values: Iterable[int | None]) -> int | None:
@@ -271,26 +389,32 @@ def _shm_base(
     return before[-1] if before else shm_used[0][1]
 
 
+def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
+    """Ticks that read USS/PSS of every process: only those can be summed."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    return [g for g in ticks.values() if all(s.uss is not None for s in g)]
+
+
 def _memory(
     samples: Sequence[Sample],
-    per_pid: Mapping[int, list[Sample]],
     main_pid: int,
     worker_pids: set[int],
     idle_windows: Sequence[tuple[int, int, int]],
 ) -> TrialMemory:
+    """Figures from the samples inside the memory window."""
     if not samples:
         return TrialMemory(None, None, None, None, None, None, None, None, 0, 0)
-    # Only deep ticks (every process read with USS/PSS) can be summed.
+    per_pid = _per_process(samples)
     ticks: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
         ticks[s.tick].append(s)
-    deep = [g for g in ticks.values() if all(s.uss is not None for s in g)]
+    deep = _deep_ticks(samples)
 
     def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int:
         return sum(getattr(s, attr) or 0 for s in group if only is None or s.pid in only)
 
-    total_pss = max((total(g, "pss") for g in deep), default=None)
-    workers_uss = max((total(g, "uss", worker_pids) for g in deep), default=None)
     worker_peaks = [
         p
         for p in (_peak(s.uss for s in per_pid.get(pid, [])) for pid in worker_pids)
@@ -306,8 +430,8 @@ def _memory(
         idle_pss.append(max(total(g, "pss", worker_pids) for g in in_window))
     main = per_pid.get(main_pid, [])
     return TrialMemory(
-        peak_total_pss_bytes=total_pss,
-        peak_workers_uss_bytes=workers_uss,
+        peak_total_pss_bytes=max((total(g, "pss") for g in deep), default=None),
+        peak_workers_uss_bytes=max((total(g, "uss", worker_pids) for g in deep), default=None),
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,
@@ -316,4 +440,7 @@ def _memory(
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
         deep_samples=len(deep),
+        peak_worker_processes=max(
+            (sum(1 for s in g if s.pid in worker_pids) for g in ticks.values()), default=None
+        ),
     )

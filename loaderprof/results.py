@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 SCHEMA_VERSION = 1
 ARMS = ("persistent", "non_persistent")
+# How every reporter names the arms.
+ARM_LABEL = {"persistent": "persistent", "non_persistent": "non-persistent"}
 Recommendation = Literal["enable", "keep_off", "neutral"]
 GateStatus = Literal["pass", "fail", "inconclusive", "skipped"]
 
@@ -144,6 +146,8 @@ class ProcessTimeline:
     # None where the tick read RSS only (see sampler: USS/PSS are rarer in epochs).
     uss_bytes: tuple[int | None, ...]
     pss_bytes: tuple[int | None, ...]
+    # Per sample: inside the trial's memory window (see TrialMemory).
+    in_window: tuple[bool, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,21 @@ class TrialMemory:
     samples: int
     # Ticks that read USS/PSS of every process (the rest read RSS only).
     deep_samples: int = 0
+    # NOTE [memory window]: every figure above covers the loader's life, from
+    # its construction until its workers are gone after the last epoch (trial
+    # seconds). Samples outside it (imports, Dataset construction, the trial
+    # process's exit) stay in the timeline, marked, and feed no figure.
+    window_start_s: float | None = None
+    window_end_s: float | None = None
+    # The main process just before the loader was built: imports and the
+    # Dataset, the baseline that forked workers start from.
+    setup_main_rss_bytes: int | None = None
+    setup_main_uss_bytes: int | None = None
+    setup_main_pss_bytes: int | None = None
+    # Peak PSS total while the loader shut its workers down (after the last epoch).
+    shutdown_peak_total_pss_bytes: int | None = None
+    # Most worker processes alive at one sampling tick (counted from PIDs).
+    peak_worker_processes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +202,27 @@ class Setup:
     imported_s: float | None
     dataset_built_s: float | None
     loader_built_s: float | None
+
+
+@dataclass(frozen=True)
+class WallParts:
+    """Where a trial's wall time went, in seconds; None where the trial never got there."""
+
+    # Launch until the trial child runs its first line (interpreter start).
+    interpreter_s: float | None
+    # Importing torch and loaderprof.
+    imports_s: float | None
+    # Building the Dataset and the DataLoader.
+    setup_s: float | None
+    epochs_s: float
+    # The untimed pauses after epochs, where idle memory is sampled.
+    pauses_s: float
+    # Dropping the loader until its workers are gone.
+    shutdown_s: float | None
+    # The loader closed until the trial process was gone (no interpreter teardown).
+    exit_s: float | None
+    # The rest: bookkeeping between epochs.
+    other_s: float | None
 
 
 @dataclass(frozen=True)
@@ -207,6 +247,7 @@ class TrialResult:
     shm_base_used_bytes: int | None = None
     shm_peak_used_bytes: int | None = None
     batches: tuple[BatchSpan, ...] = ()
+    wall_parts: WallParts | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +270,12 @@ class ArmSummary:
     workers_reused: bool | None
     worker_processes: int
     peak_main_pss_bytes: Stat | None = None
+    # Dropping the loader after the last epoch until its workers are gone.
+    shutdown_s: Stat | None = None
+    # The main process before the loader was built (see TrialMemory).
+    setup_main_pss_bytes: Stat | None = None
+    # Most worker processes alive at once in any trial, counted from PIDs.
+    peak_worker_processes: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ observer thread. Exit status: 0 done, 2 the dataset or options are unusable,
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import re
@@ -21,6 +23,9 @@ from loaderprof import events
 from loaderprof.errors import UsageError
 from loaderprof.probe import CollateProbe, WorkerInitProbe, index_probe
 from loaderprof.spec import ObjectRef, build_dataset, one_line
+
+# torch itself gives each worker MP_STATUS_CHECK_INTERVAL (5 s) to join.
+_SHUTDOWN_WAIT_S = 10.0
 
 _WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
 _WORKER_DIED = re.compile(
@@ -210,6 +215,9 @@ def run(plan: _Plan) -> None:
         kwargs["prefetch_factor"] = lo["prefetch_factor"]
     if lo["mp_context"] is not None:
         kwargs["multiprocessing_context"] = lo["mp_context"]
+    # NOTE [memory window]: every memory figure covers the loader's life, from
+    # here to `loader_closed`; what the process holds now is the set-up baseline.
+    events.emit(path, "loader_building")
     try:
         # Map-style datasets are wrapped so a failing __getitem__ names its index.
         served = dataset if iterable else index_probe(dataset, path)
@@ -220,6 +228,7 @@ def run(plan: _Plan) -> None:
 
     step_s = float(cfg["step_ms"]) / 1000
     idle_s = float(cfg["idle_ms"]) / 1000
+    it: Any = None
     for epoch in range(1, int(cfg["epochs"]) + 1):
         if recorder is not None and hasattr(recorder.inner, "set_epoch"):
             recorder.inner.set_epoch(epoch)  # as a distributed training loop does
@@ -255,8 +264,29 @@ def run(plan: _Plan) -> None:
             events.emit(path, "idle_start", epoch=epoch)
             time.sleep(idle_s)
             events.emit(path, "idle_end", epoch=epoch)
-    del loader
-    events.emit(path, "loader_closed")
+    events.emit(path, "loader_closing")
+    # Dropping the last references runs the iterator's shutdown, which joins
+    # persistent workers; cycles are collected so no worker outlives this.
+    del it, loader
+    gc.collect()
+    alive = _wait_for_workers(timeout_s=_SHUTDOWN_WAIT_S)
+    events.emit(path, "loader_closed", workers_alive=alive)
+
+
+def _wait_for_workers(timeout_s: float) -> int:
+    """Wait until the loader's worker processes have exited; return how many still live.
+
+    `active_children()` lists the live processes this process started through
+    multiprocessing (the DataLoader's workers) and reaps those that ended.
+    """
+    import multiprocessing
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = multiprocessing.active_children()
+        if not alive or time.monotonic() >= deadline:
+            return len(alive)
+        time.sleep(0.005)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -275,10 +305,9 @@ def main(argv: list[str] | None = None) -> None:
             message=exc.message,
             detail=exc.detail or traceback.format_exc(),
         )
-        sys.stdout.flush()
-        os._exit(2)
-    except SystemExit:
-        raise
+        _exit_now(2)
+    except SystemExit as exc:
+        _exit_now(exc.code if isinstance(exc.code, int) else 3)
     except BaseException as exc:
         events.emit(
             plan.events_path,
@@ -288,9 +317,21 @@ def main(argv: list[str] | None = None) -> None:
             message=one_line(exc),
             detail=traceback.format_exc(),
         )
-        sys.stdout.flush()
-        os._exit(3)
+        _exit_now(3)
     events.emit(plan.events_path, "trial_end")
+    # NOTE [no teardown]: the loader is closed and every event is written, so
+    # end here. Interpreter teardown (module finalizers, atexit handlers, the
+    # allocator returning memory) is not part of the user's training and would
+    # only lengthen the trial; the parent's process-group kill cleans up the
+    # rest (forkserver, resource tracker).
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -296,3 +296,108 @@ def test_growth_rule_tells_warmup_from_growth() -> None:
     assert not _growing([50 * mib, 50.01 * mib, 50.02 * mib, 50.03 * mib], 4 * mib)
     # Too few pauses to tell.
     assert not _growing([1.0, 2.0], 0.5)
+
+
+def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
+    """NOTE [memory window]: figures cover the loader's life only."""
+    events = [
+        _ev("child_start", 0.1),
+        _ev("imported", 1.0),
+        _ev("dataset_built", 1.1),
+        _ev("loader_building", 1.15),
+        _ev("loader_built", 1.2),
+        _ev("epoch_start", 2.0, epoch=1),
+        _ev("worker_init", 2.05, pid=201, worker_id=0),
+        _ev("worker_init", 2.06, pid=202, worker_id=1),
+        _ev("epoch_end", 2.30, epoch=1, batches=0),
+        _ev("idle_start", 2.31, epoch=1),
+        _ev("idle_end", 2.50, epoch=1),
+        _ev("epoch_start", 3.0, epoch=2),
+        _ev("epoch_end", 3.40, epoch=2, batches=0),
+        _ev("loader_closing", 3.45),
+        _ev("loader_closed", 3.55, workers_alive=0),
+        _ev("trial_end", 3.56),
+    ]
+    samples = [
+        # Imports and the Dataset: before the window, the set-up baseline.
+        Sample(0, int(0.5 * S), 100, 1, 150, 40, 60),
+        Sample(1, int(1.12 * S), 100, 1, 300, 100, 200),
+        # Inside the window.
+        Sample(2, int(2.10 * S), 100, 1, 310, 110, 210),
+        Sample(2, int(2.10 * S), 201, 100, 90, 40, 60),
+        Sample(2, int(2.10 * S), 202, 100, 90, 45, 65),
+        Sample(3, int(3.50 * S), 100, 1, 320, 120, 220),
+        Sample(3, int(3.50 * S), 201, 100, 80, 30, 50),
+        # After the loader closed: the process exiting, huge, feeds no figure.
+        Sample(4, int(3.60 * S), 100, 1, 9000, 8000, 8500),
+        Sample(4, int(3.60 * S), 201, 100, 9000, 8000, 8500),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=int(3.58 * S),
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=samples,
+    )
+    m = r.memory
+    assert m.peak_total_pss_bytes == 210 + 60 + 65
+    assert m.peak_main_pss_bytes == 220 and m.peak_main_rss_bytes == 320
+    assert m.peak_worker_uss_bytes == 45
+    assert (m.setup_main_rss_bytes, m.setup_main_uss_bytes, m.setup_main_pss_bytes) == (
+        300,
+        100,
+        200,
+    )
+    assert m.window_start_s == pytest.approx(1.15) and m.window_end_s == pytest.approx(3.55)
+    assert m.shutdown_peak_total_pss_bytes == 220 + 50
+    assert m.peak_worker_processes == 2
+    main = next(t for t in r.timeline if t.role == "main")
+    assert main.in_window == (False, False, True, True, False)
+    w = next(w for w in r.workers if w.pid == 201)
+    assert w.peak_rss_bytes == 90
+    parts = r.wall_parts
+    assert parts is not None
+    assert parts.imports_s == pytest.approx(0.9) and parts.setup_s == pytest.approx(0.2)
+    assert parts.epochs_s == pytest.approx(0.7) and parts.pauses_s == pytest.approx(0.19)
+    assert parts.shutdown_s == pytest.approx(0.1) and parts.exit_s == pytest.approx(0.03)
+    summed = (
+        parts.interpreter_s
+        + parts.imports_s
+        + parts.setup_s
+        + parts.epochs_s
+        + parts.pauses_s
+        + parts.shutdown_s
+        + parts.exit_s
+        + parts.other_s
+    )
+    assert summed == pytest.approx(r.wall_s)
+
+
+def test_assemble_window_of_a_failed_trial_ends_at_its_error() -> None:
+    events = [
+        _ev("loader_building", 1.0),
+        _ev("epoch_start", 1.1, epoch=1),
+        _ev("epoch_end", 1.5, epoch=1, batches=1),
+        _ev("epoch_start", 1.6, epoch=2),
+        _ev("error", 1.8, category="run", kind="worker_exception", message="boom"),
+    ]
+    samples = [
+        Sample(0, int(1.2 * S), 100, 1, 300, 100, 200),
+        # The trial process unwinding after the error.
+        Sample(1, int(2.5 * S), 100, 1, 9000, 8000, 8500),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=3 * S,
+        main_pid=100,
+        returncode=3,
+        events=events,
+        samples=samples,
+    )
+    assert r.memory.peak_main_pss_bytes == 200
+    assert r.memory.window_end_s == pytest.approx(1.8)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -10,42 +9,23 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.results import ArmResult, Ratio, Report, Stat
+from loaderprof.report.rows import CAPTION, REUSED, fmt_stat, summary_rows
+from loaderprof.results import ARM_LABEL, ArmResult, Report
 from loaderprof.units import fmt_bytes, fmt_seconds
 
-ARM_LABEL = {"persistent": "persistent", "non_persistent": "non-persistent"}
 VERDICT_STYLE = {"enable": "bold green", "keep_off": "bold red", "neutral": "bold yellow"}
-
-
-def _stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
-    if stat is None:
-        return "–"
-    if stat.n == 1:
-        return f"{fmt(stat.median)} (n=1)"
-    return f"{fmt(stat.median)} ±{fmt(stat.iqr / 2)} ({stat.n})"
 
 
 def _sec(v: float) -> str:
     return fmt_seconds(v)
 
 
-def _rate(v: float) -> str:
-    return f"{v:,.0f}"
-
-
 def _bytes(v: float) -> str:
     return fmt_bytes(v)
 
 
-def _ratio(r: Ratio | None) -> str:
-    if r is None:
-        return "–"
-    return f"{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
-
-
 def _reused(arm: ArmResult) -> str:
-    value = arm.summary.workers_reused
-    return {True: "yes", False: "no", None: "unclear"}[value]
+    return REUSED[arm.summary.workers_reused]
 
 
 def _title(report: Report) -> str:
@@ -58,99 +38,25 @@ def _title(report: Report) -> str:
     )
 
 
-def _delta_bytes(a: Stat | None, b: Stat | None) -> str:
-    if a is None or b is None:
-        return "–"
-    return fmt_bytes(a.median - b.median, signed=True)
-
-
 def summary_table(report: Report) -> Table:
     """One column per arm, one row per figure, and the comparison beside them."""
     t = Table(title=_title(report), title_justify="left", header_style="bold")
     t.add_column("")
-    t.add_column("persistent", justify="right")
-    t.add_column("non-persistent", justify="right")
+    t.add_column(ARM_LABEL["persistent"], justify="right")
+    t.add_column(ARM_LABEL["non_persistent"], justify="right")
     t.add_column("ratio or Δ", justify="right", style="italic")
-    p_arm, n_arm = report.arms["persistent"], report.arms["non_persistent"]
-    p, n = p_arm.summary, n_arm.summary
-    c = report.comparison
-    t.add_row("workers reused", _reused(p_arm), _reused(n_arm), "")
-    t.add_row(
-        "cold epoch (1)",
-        _stat(p.cold_epoch_s, _sec),
-        _stat(n.cold_epoch_s, _sec),
-        _ratio(c.cold_epoch_ratio) if c else "–",
-    )
-    t.add_row(
-        "steady epoch (2..N)",
-        _stat(p.steady_epoch_s, _sec),
-        _stat(n.steady_epoch_s, _sec),
-        _ratio(c.steady_epoch_ratio) if c else "–",
-        style="bold",
-    )
-    t.add_row(
-        "first batch (steady)",
-        _stat(p.first_batch_s, _sec),
-        _stat(n.first_batch_s, _sec),
-        _ratio(c.first_batch_ratio) if c else "–",
-    )
-    t.add_row(
-        "steady samples/s",
-        _stat(p.steady_samples_per_s, _rate),
-        _stat(n.steady_samples_per_s, _rate),
-        "",
-    )
-    t.add_row(
-        "worker start-up", _stat(p.worker_startup_s, _sec), _stat(n.worker_startup_s, _sec), ""
-    )
-    t.add_section()
-    t.add_row(
-        "peak USS / worker",
-        _stat(p.peak_worker_uss_bytes, _bytes),
-        _stat(n.peak_worker_uss_bytes, _bytes),
-        _delta_bytes(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes),
-    )
-    t.add_row(
-        "peak PSS total",
-        _stat(p.peak_total_pss_bytes, _bytes),
-        _stat(n.peak_total_pss_bytes, _bytes),
-        _delta_bytes(p.peak_total_pss_bytes, n.peak_total_pss_bytes),
-    )
-    t.add_row(
-        "idle worker USS held",
-        _stat(p.idle_workers_uss_bytes, _bytes),
-        _stat(n.idle_workers_uss_bytes, _bytes),
-        _delta_bytes(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes),
-        style="bold",
-    )
-    t.add_row(
-        "main process peak PSS",
-        _stat(p.peak_main_pss_bytes, _bytes),
-        _stat(n.peak_main_pss_bytes, _bytes),
-        _delta_bytes(p.peak_main_pss_bytes, n.peak_main_pss_bytes),
-    )
-    t.add_row(
-        "(peak RSS / worker)",
-        _bytes_or_dash(_peak_rss(p_arm)),
-        _bytes_or_dash(_peak_rss(n_arm)),
-        "",
-        style="dim",
-    )
-    t.caption = (
-        "median ± half IQR (n) · ratio [95 % bootstrap CI] · USS: memory only that process "
-        "holds (a worker's real cost) · PSS: shared pages split among their users · RSS "
-        "counts shared pages in every process"
-    )
+    for row in summary_rows(report):
+        if row.section:
+            t.add_section()
+        t.add_row(
+            row.label,
+            row.persistent,
+            row.non_persistent,
+            row.compared,
+            style=row.emphasis or None,
+        )
+    t.caption = CAPTION
     return t
-
-
-def _peak_rss(arm: ArmResult) -> int | None:
-    vals = [w.peak_rss_bytes for t in arm.trials for w in t.workers if w.peak_rss_bytes]
-    return max(vals) if vals else None
-
-
-def _bytes_or_dash(v: int | None) -> str:
-    return fmt_bytes(v) if v is not None else "–"
 
 
 def _pids(pids: tuple[int, ...]) -> str:
@@ -410,11 +316,11 @@ def sweep_table(report: Any) -> RenderableType:
         t.add_row(
             "◆" if p.frontier else "",
             p.label + (" (failed)" if p.error else ""),
-            _stat(s.steady_epoch_s, _sec),
-            _stat(s.cold_epoch_s, _sec),
-            _stat(s.first_batch_s, _sec),
-            _stat(s.peak_total_pss_bytes, _bytes),
-            _stat(s.peak_worker_uss_bytes, _bytes),
+            fmt_stat(s.steady_epoch_s, _sec),
+            fmt_stat(s.cold_epoch_s, _sec),
+            fmt_stat(s.first_batch_s, _sec),
+            fmt_stat(s.peak_total_pss_bytes, _bytes),
+            fmt_stat(s.peak_worker_uss_bytes, _bytes),
         )
     t.caption = "◆ Pareto frontier of steady epoch time vs peak PSS total · median ± half IQR (n)"
     parts: list[RenderableType] = [t]

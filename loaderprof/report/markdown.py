@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from loaderprof.results import Ratio, Report, Stat
-from loaderprof.units import fmt_bytes, fmt_seconds
+from loaderprof.report.rows import CAPTION, summary_rows
+from loaderprof.results import ARM_LABEL, Report
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
 _VERDICT = {"enable": "✅ enable", "keep_off": "⛔ keep off", "neutral": "➖ neutral"}
-
-
-def _stat(s: Stat | None, fmt: Callable[[float], str]) -> str:
-    if s is None:
-        return "–"
-    if s.n == 1:
-        return f"{fmt(s.median)} (n=1)"
-    return f"{fmt(s.median)} ± {fmt(s.iqr / 2)} (n={s.n})"
-
-
-def _ratio(r: Ratio | None) -> str:
-    return "–" if r is None else f"{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
-
-
-def _delta(a: Stat | None, b: Stat | None) -> str:
-    return "–" if a is None or b is None else fmt_bytes(a.median - b.median, signed=True)
 
 
 def to_markdown(report: Report) -> str:
     cfg = report.config
     lo = cfg["loader"]
     method = report.environment.get("start_method") or lo["mp_context"] or "default"
-    p, n = report.arms["persistent"].summary, report.arms["non_persistent"].summary
-    c = report.comparison
-    reused = {True: "yes", False: "no", None: "unclear"}
     lines = [
         f"### loaderprof: `{cfg['dataset']}`",
         "",
@@ -48,32 +27,17 @@ def to_markdown(report: Report) -> str:
         lines += [f"- {r}" for r in v.reasons]
         lines.append("")
     lines += [
-        "| | persistent | non-persistent | ratio or Δ |",
+        f"| | {ARM_LABEL['persistent']} | {ARM_LABEL['non_persistent']} | ratio or Δ |",
         "|---|---:|---:|---:|",
-        f"| workers reused | {reused[p.workers_reused]} | {reused[n.workers_reused]} | |",
-        f"| cold epoch (1) | {_stat(p.cold_epoch_s, fmt_seconds)} | "
-        f"{_stat(n.cold_epoch_s, fmt_seconds)} | {_ratio(c.cold_epoch_ratio) if c else '–'} |",
-        f"| **steady epoch (2..N)** | {_stat(p.steady_epoch_s, fmt_seconds)} | "
-        f"{_stat(n.steady_epoch_s, fmt_seconds)} | "
-        f"**{_ratio(c.steady_epoch_ratio) if c else '–'}** |",
-        f"| first batch (steady) | {_stat(p.first_batch_s, fmt_seconds)} | "
-        f"{_stat(n.first_batch_s, fmt_seconds)} | {_ratio(c.first_batch_ratio) if c else '–'} |",
-        f"| worker start-up | {_stat(p.worker_startup_s, fmt_seconds)} | "
-        f"{_stat(n.worker_startup_s, fmt_seconds)} | |",
-        f"| peak USS / worker | {_stat(p.peak_worker_uss_bytes, fmt_bytes)} | "
-        f"{_stat(n.peak_worker_uss_bytes, fmt_bytes)} | "
-        f"{_delta(p.peak_worker_uss_bytes, n.peak_worker_uss_bytes)} |",
-        f"| peak PSS total | {_stat(p.peak_total_pss_bytes, fmt_bytes)} | "
-        f"{_stat(n.peak_total_pss_bytes, fmt_bytes)} | "
-        f"{_delta(p.peak_total_pss_bytes, n.peak_total_pss_bytes)} |",
-        f"| **idle worker USS held** | {_stat(p.idle_workers_uss_bytes, fmt_bytes)} | "
-        f"{_stat(n.idle_workers_uss_bytes, fmt_bytes)} | "
-        f"**{_delta(p.idle_workers_uss_bytes, n.idle_workers_uss_bytes)}** |",
-        "",
-        "<sub>median ± half IQR (n) · ratio persistent ÷ non-persistent [95 % bootstrap CI] · "
-        "USS: private memory (a worker's true cost) · PSS: shared pages split among users</sub>",
-        "",
     ]
+    for row in summary_rows(report):
+        if row.emphasis == "bold":
+            cells = [f"**{c}**" if c else c for c in (row.label, row.compared)]
+            label, compared = cells
+        else:
+            label, compared = row.label, row.compared
+        lines.append(f"| {label} | {row.persistent} | {row.non_persistent} | {compared} |")
+    lines += ["", f"<sub>{CAPTION}</sub>", ""]
     if report.findings:
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         lines += ["#### Lifecycle findings", ""]

@@ -1,0 +1,129 @@
+"""What the summary shows, defined once for every reporter (console, Markdown).
+
+Each reporter lays these rows out in its own medium; the labels, the order and
+the formatting of a figure with its spread live only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from loaderprof.results import ARM_LABEL, ArmResult, Ratio, Report, Stat
+from loaderprof.units import fmt_bytes, fmt_seconds
+
+__all__ = ["ARM_LABEL", "SummaryRow", "fmt_ratio", "fmt_stat", "summary_rows"]
+
+REUSED = {True: "yes", False: "no", None: "unclear"}
+CAPTION = (
+    "median ± half IQR (n) · ratio persistent ÷ non-persistent [95 % bootstrap CI] · "
+    "memory: from the loader's construction until its workers are gone · "
+    "USS: memory only that process holds (a worker's real cost) · "
+    "PSS: shared pages split among their users · RSS counts shared pages in every process"
+)
+
+
+def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
+    if stat is None:
+        return "–"
+    if stat.n == 1:
+        return f"{fmt(stat.median)} (n=1)"
+    return f"{fmt(stat.median)} ±{fmt(stat.iqr / 2)} ({stat.n})"
+
+
+def fmt_ratio(r: Ratio | None) -> str:
+    return "–" if r is None else f"{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
+
+
+def fmt_delta_bytes(a: Stat | None, b: Stat | None) -> str:
+    return "–" if a is None or b is None else fmt_bytes(a.median - b.median, signed=True)
+
+
+def _rate(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def _count(v: int | None) -> str:
+    return "–" if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    label: str
+    persistent: str
+    non_persistent: str
+    compared: str = ""
+    # "bold" for the rows the verdict rests on, "dim" for RSS shown only beside USS/PSS.
+    emphasis: str = ""
+    # True on the first row of a new section.
+    section: bool = False
+
+
+def _peak_rss(arm: ArmResult) -> str:
+    vals = [w.peak_rss_bytes for t in arm.trials for w in t.workers if w.peak_rss_bytes]
+    return fmt_bytes(max(vals)) if vals else "–"
+
+
+def summary_rows(report: Report) -> list[SummaryRow]:
+    """One row per figure: the two arms and the ratio (times) or difference (memory)."""
+    p_arm, n_arm = report.arms["persistent"], report.arms["non_persistent"]
+    p, n = p_arm.summary, n_arm.summary
+    c = report.comparison
+
+    def time_row(label: str, attr: str, ratio: Ratio | None, emphasis: str = "") -> SummaryRow:
+        return SummaryRow(
+            label,
+            fmt_stat(getattr(p, attr), fmt_seconds),
+            fmt_stat(getattr(n, attr), fmt_seconds),
+            fmt_ratio(ratio) if c else "–",
+            emphasis,
+        )
+
+    def mem_row(label: str, attr: str, emphasis: str = "", section: bool = False) -> SummaryRow:
+        a, b = getattr(p, attr), getattr(n, attr)
+        return SummaryRow(
+            label,
+            fmt_stat(a, fmt_bytes),
+            fmt_stat(b, fmt_bytes),
+            fmt_delta_bytes(a, b),
+            emphasis,
+            section,
+        )
+
+    return [
+        SummaryRow("workers reused", REUSED[p.workers_reused], REUSED[n.workers_reused]),
+        time_row("cold epoch (1)", "cold_epoch_s", c.cold_epoch_ratio if c else None),
+        time_row(
+            "steady epoch (2..N)",
+            "steady_epoch_s",
+            c.steady_epoch_ratio if c else None,
+            emphasis="bold",
+        ),
+        time_row("first batch (steady)", "first_batch_s", c.first_batch_ratio if c else None),
+        SummaryRow(
+            "steady samples/s",
+            fmt_stat(p.steady_samples_per_s, _rate),
+            fmt_stat(n.steady_samples_per_s, _rate),
+        ),
+        SummaryRow(
+            "worker start-up",
+            fmt_stat(p.worker_startup_s, fmt_seconds),
+            fmt_stat(n.worker_startup_s, fmt_seconds),
+        ),
+        SummaryRow(
+            "shutdown after last epoch",
+            fmt_stat(p.shutdown_s, fmt_seconds),
+            fmt_stat(n.shutdown_s, fmt_seconds),
+        ),
+        mem_row("peak USS / worker", "peak_worker_uss_bytes", section=True),
+        mem_row("peak PSS total", "peak_total_pss_bytes"),
+        mem_row("idle worker USS held", "idle_workers_uss_bytes", emphasis="bold"),
+        mem_row("main process peak PSS", "peak_main_pss_bytes"),
+        mem_row("main PSS before loader", "setup_main_pss_bytes", emphasis="dim"),
+        SummaryRow(
+            "worker processes at once",
+            _count(p.peak_worker_processes),
+            _count(n.peak_worker_processes),
+        ),
+        SummaryRow("(peak RSS / worker)", _peak_rss(p_arm), _peak_rss(n_arm), emphasis="dim"),
+    ]
