@@ -10,22 +10,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from loaderprof.results import (
     ArmSummary,
     Comparison,
+    MetricValue,
     Ratio,
     Report,
     Stat,
     TrialResult,
     Verdict,
 )
-
-if TYPE_CHECKING:
-    from loaderprof.gates import MetricValue
 from loaderprof.units import fmt_bytes, fmt_seconds
 
 BOOTSTRAP_RESAMPLES = 4000
@@ -406,8 +404,6 @@ def arm_samples(trials: Sequence[TrialResult]) -> dict[str, list[float]]:
 
 def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
     """Every gateable metric of a report, each with a 95 % interval."""
-    from loaderprof.gates import MetricValue
-
     out: dict[str, MetricValue] = {}
     c = report.comparison
     if c is not None:
@@ -445,8 +441,6 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
 
 def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, MetricValue]:
     """new ÷ baseline for every per-arm metric, with a bootstrap interval."""
-    from loaderprof.gates import MetricValue
-
     out: dict[str, MetricValue] = {}
     for arm_name in new.arms:
         if arm_name not in old.arms:

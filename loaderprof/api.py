@@ -3,7 +3,7 @@
 import loaderprof
 report = loaderprof.compare("mypkg.data:MyDataset", epochs=5, num_workers=4)
 assert report.verdict.recommendation == "enable"
-frame = report.to_frame()
+frame = loaderprof.to_frame(report)
 """
 
 from __future__ import annotations

@@ -86,6 +86,16 @@ class RunConfig:
         d["idle_ms"] = self.effective_idle_ms
         return d
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """The inverse of `to_dict` (as the trial child and saved reports hold it);
+        keys this version does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known and k != "loader"}
+        loader_known = {f.name for f in fields(LoaderOptions)}
+        loader = {k: v for k, v in (data.get("loader") or {}).items() if k in loader_known}
+        return cls(**values, loader=LoaderOptions(**loader))
+
 
 _LOADER_KEYS = {f.name for f in fields(LoaderOptions)}
 _RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}

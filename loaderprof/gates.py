@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loaderprof.errors import UsageError
-from loaderprof.results import GateResult, GateStatus, Report
+from loaderprof.results import GateResult, GateStatus, MetricValue, Report
 from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (
@@ -74,14 +74,6 @@ class Gate:
 
     def __str__(self) -> str:
         return f"{self.metric}:{self.expression}"
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    value: float
-    ci_low: float
-    ci_high: float
-    n: int
 
 
 def metric_kind(metric: str) -> Kind:

@@ -329,6 +329,16 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class MetricValue:
+    """A gateable figure with its 95 % interval and the number of values behind it."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+
+
+@dataclass(frozen=True)
 class GateResult:
     gate: str
     metric: str
@@ -448,11 +458,43 @@ class Report:
     def summaries(self) -> dict[str, ArmSummary]:
         return {name: arm.summary for name, arm in self.arms.items()}
 
-    def to_frame(self) -> Any:
-        """One tidy row per trial × epoch (a pandas DataFrame), as `--csv` writes."""
-        from loaderprof.report.csv_report import to_frame
 
-        return to_frame(self)
+@dataclass(frozen=True)
+class SweepPointResult:
+    label: str
+    num_workers: int
+    prefetch_factor: int | None
+    mp_context: str | None
+    persistent: bool
+    trials: tuple[TrialResult, ...]
+    summary: ArmSummary
+    frontier: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SweepRecommendation:
+    fastest: str | None
+    cheapest_near_fastest: str | None
+    memory_budget_bytes: int | None
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    schema_version: int
+    kind: str
+    tool: Mapping[str, str]
+    environment: Mapping[str, Any]
+    config: Mapping[str, Any]
+    points: tuple[SweepPointResult, ...]
+    skipped: tuple[str, ...]
+    recommendation: SweepRecommendation
+    complete: bool
+    warnings: tuple[str, ...] = ()
+    created: str = ""
+    wall_s: float = 0.0
+    extras: Mapping[str, Any] = field(default_factory=dict)
 
 
 # -- (de)serialization -------------------------------------------------------

@@ -13,13 +13,19 @@ import multiprocessing
 import random
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loaderprof.config import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
-from loaderprof.results import SCHEMA_VERSION, ArmSummary, TrialResult
+from loaderprof.results import (
+    SCHEMA_VERSION,
+    SweepPointResult,
+    SweepRecommendation,
+    SweepReport,
+    TrialResult,
+)
 from loaderprof.runner import TrialInterrupted, TrialPlan, run_trial
 
 NEAR_FASTEST = 0.05
@@ -153,49 +159,6 @@ def expand(grid: SweepGrid) -> tuple[list[SweepPoint], list[str]]:
                     points.append(SweepPoint(nw, pf, ctx, pers))
     unique = list(dict.fromkeys(points))
     return unique, list(dict.fromkeys(skipped))
-
-
-@dataclass(frozen=True)
-class SweepPointResult:
-    label: str
-    num_workers: int
-    prefetch_factor: int | None
-    mp_context: str | None
-    persistent: bool
-    trials: tuple[TrialResult, ...]
-    summary: ArmSummary
-    frontier: bool = False
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class SweepRecommendation:
-    fastest: str | None
-    cheapest_near_fastest: str | None
-    memory_budget_bytes: int | None
-    reasons: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SweepReport:
-    schema_version: int
-    kind: str
-    tool: Mapping[str, str]
-    environment: Mapping[str, Any]
-    config: Mapping[str, Any]
-    points: tuple[SweepPointResult, ...]
-    skipped: tuple[str, ...]
-    recommendation: SweepRecommendation
-    complete: bool
-    warnings: tuple[str, ...] = ()
-    created: str = ""
-    wall_s: float = 0.0
-    extras: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_frame(self) -> Any:
-        from loaderprof.report.csv_report import sweep_frame
-
-        return sweep_frame(self)
 
 
 def _steady(p: SweepPointResult) -> float | None:

@@ -177,7 +177,7 @@ def test_api_returns_the_report_the_cli_writes(tmp_path: Path) -> None:
     assert report.recommendation in ("enable", "keep_off", "neutral")
     assert set(report.summaries) == {"persistent", "non_persistent"}
     assert report.gate_status == "pass"
-    frame = report.to_frame()
+    frame = loaderprof.to_frame(report)
     assert len(frame) == 2 * 2 and set(frame["arm"]) == {"persistent", "non_persistent"}
     with pytest.raises(UsageError, match="by reference"):
         loaderprof.compare(CheapDataset(n=4))

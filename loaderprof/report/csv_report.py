@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.results import Report
+from loaderprof.results import Report, SweepReport
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from loaderprof.sweep import SweepReport
+
+def to_frame(report: Report | SweepReport) -> pd.DataFrame:
+    """A pandas DataFrame, as `--csv` writes: one row per trial × epoch of a compare
+    report, one row per configuration of a sweep report."""
+    if isinstance(report, SweepReport):
+        return sweep_frame(report)
+    return compare_frame(report)
 
 
-def to_frame(report: Report) -> pd.DataFrame:
+def compare_frame(report: Report) -> pd.DataFrame:
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
@@ -47,7 +53,7 @@ def to_frame(report: Report) -> pd.DataFrame:
 
 
 def to_csv(report: Report) -> str:
-    text: str = to_frame(report).to_csv(index=False)
+    text: str = compare_frame(report).to_csv(index=False)
     return text
 
 

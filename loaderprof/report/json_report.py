@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof.errors import UsageError
-from loaderprof.results import SCHEMA_VERSION, Report, from_dict, to_dict
+from loaderprof.results import SCHEMA_VERSION, Report, SweepReport, from_dict, to_dict
 
 
 def to_json(report: Report, *, indent: int | None = 2) -> str:
@@ -92,8 +92,6 @@ def read_report(path: str | Path) -> Report:
 
 
 def read_sweep(path: str | Path) -> Any:
-    from loaderprof.sweep import SweepReport
-
     try:
         return from_dict(SweepReport, _load(path))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
