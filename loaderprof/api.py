@@ -1,27 +1,45 @@
-"""The Python API: the same functions the CLI is a thin layer over.
+"""The Python API, and the one path every run takes (the CLI's commands call it too).
 
 import loaderprof
 report = loaderprof.compare("mypkg.data:MyDataset", epochs=5, num_workers=4)
 assert report.verdict.recommendation == "enable"
 frame = loaderprof.to_frame(report)
+
+`prepare` merges options, the config file (its `[gates]` included) and a
+baseline into what a run needs; `execute` runs it (under torchrun: every rank,
+gathered on rank 0); `finalize` applies the gates. `loaderprof compare` and
+`loaderprof.compare(...)` both go through these three, so they cannot diverge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from loaderprof.config import RunConfig, build_config, load_config_file
 from loaderprof.errors import UsageError
-from loaderprof.results import Report
+from loaderprof.gates import Gate, check_needs_baseline, gates_from_table, parse_gate
+from loaderprof.options import GateOptions, RunOptions, SweepOptions, fill
+from loaderprof.report.json_report import read_report
+from loaderprof.results import BaselineInfo, Report, SweepReport
+from loaderprof.runner import TrialRunner
+from loaderprof.scheduler import ProgressCallback
+
+# `check` is `compare` with every lifecycle check on: one trial per arm and
+# content digests, unless the flags or the config file say otherwise.
+CHECK_PRESET: Mapping[str, Any] = {"trials": 1, "digests": True}
 
 
-def spec_of(dataset: Any) -> str:
+def spec_of(dataset: Any) -> str | None:
     """'module:attr' for a spec string, or for a top-level class / factory function.
 
     Each trial runs in a fresh interpreter, so the Dataset must be importable by
     name there; an instance or a locally defined class cannot travel.
     """
-    if isinstance(dataset, str):
+    if dataset is None or isinstance(dataset, str):
         return dataset
     module = getattr(dataset, "__module__", None)
     qualname = getattr(dataset, "__qualname__", None)
@@ -34,64 +52,248 @@ def spec_of(dataset: Any) -> str:
     return f"{module}:{qualname}"
 
 
-def _flags(
-    dataset: Any, args: Mapping[str, Any] | None, options: Mapping[str, Any]
-) -> dict[str, Any]:
-    flags: dict[str, Any] = {"dataset": spec_of(dataset), "args": dict(args or {})}
-    renames = {
-        "sample_interval": "sample_interval_ms",
-        "uss_interval": "uss_interval_ms",
-        "trial_timeout": "trial_timeout_s",
-    }
-    for key, value in options.items():
-        flags[renames.get(key, key)] = value
-    return flags
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a run needs, validated before any trial starts."""
+
+    cfg: RunConfig
+    gates: tuple[Gate, ...]
+    strict: bool
+    baseline: Report | None
+    baseline_path: Path | None
+
+
+def load_gates(
+    fail_on: Sequence[str] | None, gates_file: Path | None, config_gates: Any
+) -> list[Gate]:
+    """Gates from the config file's table, a gates file and --fail-on, in that order."""
+    gates: list[Gate] = []
+    if config_gates:
+        gates += gates_from_table(config_gates, "the config file")
+    if gates_file:
+        table = load_config_file(gates_file).get("gates")
+        if not table:
+            raise UsageError(f"{gates_file} has no [gates] table")
+        gates += gates_from_table(table, str(gates_file))
+    gates += [parse_gate(g) for g in fail_on or ()]
+    return gates
+
+
+def prepare(
+    dataset: Any,
+    run: RunOptions,
+    gates: GateOptions,
+    *,
+    preset: Mapping[str, Any] | None = None,
+    baseline: Report | None = None,
+) -> Prepared:
+    file_values = load_config_file(run.config) if run.config else {}
+    flags = {"dataset": spec_of(dataset), **run.flags()}
+    for key, value in (preset or {}).items():
+        if flags.get(key) is None and file_values.get(key) is None:
+            flags[key] = value
+    file_name = str(run.config) if run.config else "config file"
+    cfg = build_config(flags, file_values, file_name=file_name)
+    gate_list = load_gates(gates.fail_on, gates.gates, file_values.get("gates"))
+    check_needs_baseline(gate_list, gates.baseline is not None or baseline is not None)
+    if baseline is None and gates.baseline is not None:
+        baseline = read_report(gates.baseline)
+    return Prepared(cfg, tuple(gate_list), gates.strict, baseline, gates.baseline)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What a run produced on this process: rank 0 (or a single process) has the report."""
+
+    report: Report | None
+    # This rank's own report (equal to `report` on rank 0 and without torchrun).
+    local: Report
+    rank: int = 0
+
+
+def execute(
+    prep: Prepared,
+    *,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
+    distributed: bool = True,
+) -> Execution:
+    """Run both arms; under torchrun every rank runs and rank 0 gathers."""
+    from loaderprof import distributed as dist
+    from loaderprof.session import run_compare
+
+    ctx = dist.detect() if distributed else None
+    if ctx is None:
+        report = run_compare(prep.cfg, runner=runner, on_progress=on_progress)
+        return Execution(report, report)
+    # Each barrier waits at most for the slowest rank's trial.
+    dist.init(timeout_s=prep.cfg.trial_timeout_s + 300)
+    cfg = dataclasses.replace(prep.cfg, rank=ctx.rank, world_size=ctx.world_size)
+    local = run_compare(
+        cfg,
+        runner=runner,
+        on_progress=on_progress if ctx.rank == 0 else None,
+        sync=dist.barrier,
+    )
+    return Execution(_gather(local, ctx, cfg.memory_budget_bytes), local, ctx.rank)
+
+
+def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
+    """Every rank's report to rank 0, which gets its own with the per-node summary."""
+    from loaderprof import distributed as dist
+    from loaderprof.results import from_dict, to_dict
+
+    gathered = dist.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
+    dist.finish()
+    if gathered is None:
+        return None
+    reports = [(rank, host, from_dict(Report, data)) for rank, host, data in gathered]
+    summary = dist.summarize(reports)
+    merged = dataclasses.replace(report, distributed=summary)
+    return dist.adjust_verdict(merged, summary, budget)
+
+
+def measured(report: Report) -> bool:
+    return any(t.epochs for a in report.arms.values() for t in a.trials)
+
+
+def gateable(report: Report) -> bool:
+    """A run that failed or was stopped is reported, not gated."""
+    return measured(report) and report.complete and not report.errors
+
+
+def finalize(report: Report, prep: Prepared) -> Report:
+    """The gates' results and the baseline's environment differences, on the report."""
+    from loaderprof.environment import fingerprint_differences
+    from loaderprof.gates import evaluate
+
+    info = None
+    if prep.baseline is not None:
+        diffs = fingerprint_differences(prep.baseline.environment, report.environment)
+        path = str(prep.baseline_path) if prep.baseline_path else "(in memory)"
+        info = BaselineInfo(path, prep.baseline.created, tuple(diffs))
+    if not prep.gates:
+        return dataclasses.replace(report, baseline=info) if info else report
+    results, status = evaluate(
+        report, list(prep.gates), baseline=prep.baseline, strict=prep.strict, seed=prep.cfg.seed
+    )
+    return dataclasses.replace(report, gates=results, gate_status=status, baseline=info)
+
+
+def _options(
+    args: Mapping[str, Any] | None,
+    config: str | Path | None,
+    gates: Sequence[str],
+    baseline: str | Path | Report | None,
+    strict: bool,
+    options: Mapping[str, Any],
+) -> tuple[RunOptions, GateOptions, Report | None]:
+    run = fill(
+        RunOptions,
+        {**options, "args": dict(args or {}), "config": Path(config) if config else None},
+    )
+    base_path = None if baseline is None or isinstance(baseline, Report) else Path(baseline)
+    gate_opts = GateOptions(fail_on=tuple(gates), strict=strict, baseline=base_path)
+    return run, gate_opts, baseline if isinstance(baseline, Report) else None
 
 
 def compare(
     dataset: Any,
     *,
     args: Mapping[str, Any] | None = None,
-    config: str | None = None,
+    config: str | Path | None = None,
     gates: Sequence[str] = (),
-    baseline: str | Report | None = None,
+    baseline: str | Path | Report | None = None,
     strict: bool = False,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
     **options: Any,
 ) -> Report:
     """Run persistence on vs off and return the Report (what `loaderprof compare` prints).
 
-    `options` are the CLI's options by name: epochs, num_workers, batch_size,
-    prefetch_factor, pin_memory, mp_context, shuffle, drop_last, timeout,
-    collate_fn, worker_init_fn, step_ms, sample_interval, trials, warmup_trials,
-    seed, train_epochs, min_gain, memory_budget, digests, ...
+    `options` are the CLI's run options by name (see `loaderprof.options.RunOptions`):
+    epochs, num_workers, batch_size, prefetch_factor, pin_memory, mp_context, shuffle,
+    drop_last, timeout, collate_fn, worker_init_fn, step_ms, sample_interval, trials,
+    warmup_trials, seed, train_epochs, min_gain, memory_budget, digests, ...
+    A config file's `[gates]` apply as they do on the command line. `runner` replaces
+    the process-per-trial runner (tests use a fake one).
     """
-    import dataclasses
-
-    from loaderprof.config import build_config, load_config_file
-    from loaderprof.gates import check_needs_baseline, evaluate, parse_gate
-    from loaderprof.report.json_report import read_report
-    from loaderprof.session import run_compare
-
-    file_values = load_config_file(config) if config else {}
-    cfg = build_config(_flags(dataset, args, options), file_values)
-    gate_list = [parse_gate(g) for g in gates]
-    check_needs_baseline(gate_list, baseline is not None)
-    base = read_report(baseline) if isinstance(baseline, str) else baseline
-    report = run_compare(cfg)
-    if gate_list:
-        results, status = evaluate(report, gate_list, baseline=base, strict=strict, seed=cfg.seed)
-        report = dataclasses.replace(report, gates=results, gate_status=status)
-    return report
+    return _compare(dataset, args, config, gates, baseline, strict, runner, on_progress, options)
 
 
-def sweep(dataset: Any, *, args: Mapping[str, Any] | None = None, **options: Any) -> Any:
-    """Run every valid combination of the grid; see `loaderprof.sweep.run_sweep`."""
-    from loaderprof.sweep import SweepGrid, run_sweep
+def check(
+    dataset: Any,
+    *,
+    args: Mapping[str, Any] | None = None,
+    config: str | Path | None = None,
+    gates: Sequence[str] = (),
+    baseline: str | Path | Report | None = None,
+    strict: bool = False,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
+    **options: Any,
+) -> Report:
+    """`compare` with every lifecycle check on (what `loaderprof check` runs)."""
+    return _compare(
+        dataset, args, config, gates, baseline, strict, runner, on_progress, options, CHECK_PRESET
+    )
 
-    grid = SweepGrid.from_options(options)
-    from loaderprof.config import build_config
 
-    base = {k: v for k, v in options.items() if k not in SweepGrid.KEYS}
-    base.setdefault("num_workers", max([w for w in grid.num_workers if w > 0], default=2))
-    cfg = build_config(_flags(dataset, args, base))
-    return run_sweep(cfg, grid)
+def _compare(
+    dataset: Any,
+    args: Mapping[str, Any] | None,
+    config: str | Path | None,
+    gates: Sequence[str],
+    baseline: str | Path | Report | None,
+    strict: bool,
+    runner: TrialRunner | None,
+    on_progress: ProgressCallback | None,
+    options: Mapping[str, Any],
+    preset: Mapping[str, Any] | None = None,
+) -> Report:
+    run, gate_opts, base = _options(args, config, gates, baseline, strict, options)
+    prep = prepare(dataset, run, gate_opts, preset=preset, baseline=base)
+    done = execute(prep, runner=runner, on_progress=on_progress, distributed=False)
+    assert done.report is not None
+    return finalize(done.report, prep) if gateable(done.report) else done.report
+
+
+def prepare_sweep(dataset: Any, run: RunOptions, grid_opts: SweepOptions) -> tuple[Any, Any]:
+    """The sweep's RunConfig (validated with a worker count; each point sets its own)
+    and its grid."""
+    from loaderprof.sweep import SweepGrid
+
+    grid = SweepGrid.from_options(grid_opts)
+    file_values = load_config_file(run.config) if run.config else {}
+    flags = {"dataset": spec_of(dataset), **run.flags()}
+    flags["num_workers"] = max([w for w in grid.num_workers if w > 0], default=1)
+    file_name = str(run.config) if run.config else "config file"
+    return build_config(flags, file_values, file_name=file_name), grid
+
+
+def sweep(
+    dataset: Any,
+    *,
+    args: Mapping[str, Any] | None = None,
+    config: str | Path | None = None,
+    runner: TrialRunner | None = None,
+    on_progress: Callable[..., None] | None = None,
+    **options: Any,
+) -> SweepReport:
+    """Run every valid combination of the grid (num_workers, prefetch_factor, mp_context,
+    persistent: lists) with the other run options; see `loaderprof.sweep.run_sweep`."""
+    from loaderprof.options import names
+    from loaderprof.sweep import run_sweep
+
+    grid_keys = names(SweepOptions)
+    grid_opts = fill(SweepOptions, {k: v for k, v in options.items() if k in grid_keys})
+    run = fill(
+        RunOptions,
+        {
+            **{k: v for k, v in options.items() if k not in grid_keys},
+            "args": dict(args or {}),
+            "config": Path(config) if config else None,
+        },
+    )
+    cfg, grid = prepare_sweep(dataset, run, grid_opts)
+    return run_sweep(cfg, grid, runner=runner, on_progress=on_progress)

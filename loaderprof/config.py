@@ -193,8 +193,15 @@ def _check_type(key: str, value: Any, source: str) -> Any:
             )
             raise UsageError(f"{where}: {exc}") from None
     elif key == "batch_size":
-        if isinstance(value, str) and value.strip().lower() == "none":
-            return None
+        if isinstance(value, str):
+            # The command line hands over text: an integer, or 'none'.
+            text = value.strip().lower()
+            if text == "none":
+                return None
+            if text.lstrip("-").isdigit():
+                return int(text)
+            if source == "the command line":
+                raise UsageError(f"--batch-size must be an integer or 'none', got {value!r}")
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an integer or 'none'")
     return value

@@ -14,6 +14,8 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1
     USAGE = 2
     RUN_FAILED = 3
+    # A bug in loaderprof itself (EX_SOFTWARE).
+    INTERNAL = 70
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -34,21 +36,3 @@ class UsageError(LoaderprofError):
     """Bad flag, bad config, dataset that cannot be found or built."""
 
     exit_code = ExitCode.USAGE
-
-
-class RunFailed(LoaderprofError):
-    """The dataset or the loader failed while a trial ran."""
-
-    exit_code = ExitCode.RUN_FAILED
-
-
-class Interrupted(LoaderprofError):
-    """The run was stopped by SIGINT or SIGTERM."""
-
-    def __init__(self, signum: int) -> None:
-        import signal
-
-        name = signal.Signals(signum).name
-        super().__init__(f"interrupted by {name}")
-        self.signum = signum
-        self.exit_code = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from loaderprof.assemble import assemble_trial
 from loaderprof.config import RunConfig
@@ -40,6 +40,20 @@ class TrialPlan:
     persistent: bool
     index: int
     warmup: bool = False
+
+
+class TrialRunner(Protocol):
+    """Runs one trial and returns it measured: `run_trial` (a fresh process sampled
+    from outside), or a fake that assembles synthetic events in tests."""
+
+    def __call__(
+        self,
+        cfg: RunConfig,
+        plan: TrialPlan,
+        workdir: Path,
+        *,
+        on_event: EventCallback | None = None,
+    ) -> TrialResult: ...
 
 
 def child_pythonpath(cfg: RunConfig, cwd: str) -> str:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import os
-import platform
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loaderprof import __version__
 from loaderprof.config import RunConfig
+from loaderprof.environment import environment
 from loaderprof.results import (
     ARMS,
     SCHEMA_VERSION,
@@ -21,68 +19,8 @@ from loaderprof.results import (
     TrialError,
     TrialResult,
 )
+from loaderprof.runner import TrialRunner
 from loaderprof.scheduler import ProgressCallback, run_schedule
-
-
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def _cgroup_memory_limit() -> int | None:
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = f.read().strip()
-        except OSError:
-            continue
-        if raw.isdigit() and int(raw) < 1 << 60:
-            return int(raw)
-        return None
-    return None
-
-
-def _cgroup_cpu_limit() -> float | None:
-    """CPUs allowed by cgroup v2 cpu.max ("max 100000" means no limit)."""
-    try:
-        with open("/sys/fs/cgroup/cpu.max", encoding="utf-8") as f:
-            quota, period = f.read().split()[:2]
-    except (OSError, ValueError):
-        return None
-    if quota == "max":
-        return None
-    return int(quota) / int(period)
-
-
-def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
-    try:
-        load = list(os.getloadavg())
-    except OSError:
-        load = None
-    import psutil
-
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "memory_total_bytes": psutil.virtual_memory().total,
-        "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
-        "cgroup_cpu_limit": _cgroup_cpu_limit(),
-        "load_average": load,
-        "torch": (imported or {}).get("torch"),
-        "start_method": (imported or {}).get("start_method"),
-        "accelerator": (imported or {}).get("accelerator"),
-        "executable": sys.executable,
-    }
 
 
 def build_report(
@@ -176,6 +114,7 @@ def build_report(
 def run_compare(
     cfg: RunConfig,
     *,
+    runner: TrialRunner | None = None,
     on_progress: ProgressCallback | None = None,
     train_epochs: int | None = None,
     sync: Callable[[], None] | None = None,
@@ -193,7 +132,7 @@ def run_compare(
             on_progress(plan, ev)
 
     start = time.monotonic()
-    outcome = run_schedule(cfg, on_progress=capture, sync=sync)
+    outcome = run_schedule(cfg, runner=runner, on_progress=capture, sync=sync)
     return build_report(
         cfg,
         outcome.trials,

@@ -9,26 +9,38 @@ the points in a freshly shuffled (seeded) order, so drift falls on all alike.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import multiprocessing
 import random
-import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import Any
 
+from loaderprof import __version__, analysis
 from loaderprof.config import MP_CONTEXTS, RunConfig
+from loaderprof.environment import environment
 from loaderprof.errors import UsageError
 from loaderprof.results import (
     SCHEMA_VERSION,
     SweepPointResult,
     SweepRecommendation,
     SweepReport,
-    TrialResult,
 )
-from loaderprof.runner import TrialInterrupted, TrialPlan, run_trial
+from loaderprof.runner import TrialPlan, TrialRunner
+from loaderprof.scheduler import Scheduled, ScheduleOutcome, run_trials
+from loaderprof.units import fmt_bytes, fmt_seconds
 
 NEAR_FASTEST = 0.05
+
+
+def _item_text(value: Any) -> str:
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -49,13 +61,17 @@ class SweepGrid:
     KEYS = ("num_workers", "prefetch_factor", "mp_context", "persistent")
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> SweepGrid:
-        kw: dict[str, Any] = {}
+    def from_options(cls, options: Any) -> SweepGrid:
+        """From the API's lists (num_workers=[0, 2, 4]) or the CLI's comma lists
+        ('0,2,4'), as the fields of a `SweepOptions` or a mapping."""
+        get = options.get if isinstance(options, Mapping) else partial(getattr, options)
+        texts: dict[str, str | None] = {}
         for key in cls.KEYS:
-            values = _as_tuple(options.get(key))
-            if values:
-                kw[key] = values
-        return cls(**kw)
+            value = get(key, None)
+            if value is not None and not isinstance(value, str):
+                value = ",".join(_item_text(v) for v in _as_tuple(value))
+            texts[key] = value
+        return cls.parse(**texts)
 
     @classmethod
     def parse(
@@ -190,8 +206,6 @@ def pareto(points: Iterable[SweepPointResult]) -> set[str]:
 
 
 def recommend(points: Iterable[SweepPointResult], budget: int | None) -> SweepRecommendation:
-    from loaderprof.units import fmt_bytes, fmt_seconds
-
     measured = [p for p in points if _steady(p) is not None]
     fits = [p for p in measured if budget is None or _pss(p) is None or (_pss(p) or 0) <= budget]
     if not fits:
@@ -217,66 +231,71 @@ def default_budget(env: Mapping[str, Any]) -> int | None:
 ProgressCallback = Callable[[int, int, SweepPoint, Mapping[str, Any] | None], None]
 
 
+def _point_config(cfg: RunConfig, point: SweepPoint) -> RunConfig:
+    return dataclasses.replace(
+        cfg,
+        loader=dataclasses.replace(
+            cfg.loader,
+            num_workers=point.num_workers,
+            prefetch_factor=point.prefetch_factor if point.num_workers else None,
+            mp_context=point.mp_context if point.num_workers else None,
+        ),
+    )
+
+
+def _schedule(cfg: RunConfig, points: list[SweepPoint]) -> list[Scheduled]:
+    """Rounds of one trial per point, each round in a freshly shuffled (seeded) order."""
+    out = []
+    for i in range(cfg.trials):
+        order = list(points)
+        random.Random(cfg.seed + i).shuffle(order)
+        out += [
+            Scheduled(_point_config(cfg, p), TrialPlan(p.label, p.persistent, i), group=p.label)
+            for p in order
+        ]
+    return out
+
+
 def run_sweep(
-    cfg: RunConfig, grid: SweepGrid, *, on_progress: ProgressCallback | None = None
+    cfg: RunConfig,
+    grid: SweepGrid,
+    *,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> SweepReport:
-    import datetime as dt
-    import time
-
-    from loaderprof import __version__, analysis
-    from loaderprof.session import environment
-
     points, skipped = expand(grid)
     if not points:
         raise UsageError("the sweep has no valid combination: " + "; ".join(skipped))
-    results: dict[SweepPoint, list[TrialResult]] = {p: [] for p in points}
-    errors: dict[SweepPoint, str] = {}
+    by_label = {p.label: p for p in points}
     imported: dict[str, Any] = {}
-    interrupted = False
-    start = time.monotonic()
     total = len(points) * cfg.trials
-    done = 0
-    with tempfile.TemporaryDirectory(prefix="loaderprof-sweep-") as tmp:
-        for i in range(cfg.trials):
-            order = list(points)
-            random.Random(cfg.seed + i).shuffle(order)
-            for point in order:
-                if point in errors:
-                    continue
-                point_cfg = dataclasses.replace(
-                    cfg,
-                    loader=dataclasses.replace(
-                        cfg.loader,
-                        num_workers=point.num_workers,
-                        prefetch_factor=point.prefetch_factor if point.num_workers else None,
-                        mp_context=point.mp_context if point.num_workers else None,
-                    ),
-                )
-                wd = Path(tmp) / f"p{points.index(point)}"
-                wd.mkdir(exist_ok=True)
+    started: list[TrialPlan] = []
 
-                def forward(
-                    ev: Mapping[str, Any], point: SweepPoint = point, done: int = done
-                ) -> None:
-                    if ev.get("ev") == "imported" and not imported:
-                        imported.update(ev)
-                    if on_progress:
-                        on_progress(done, total, point, ev)
+    def forward(plan: TrialPlan, ev: Mapping[str, Any] | None) -> None:
+        if ev is None:
+            started.append(plan)
+        elif ev.get("ev") == "imported" and not imported:
+            imported.update(ev)
+        if on_progress:
+            on_progress(len(started) - 1, total, by_label[plan.arm], ev)
 
-                try:
-                    trial = run_trial(
-                        point_cfg, TrialPlan(point.label, point.persistent, i), wd, on_event=forward
-                    )
-                except TrialInterrupted as exc:
-                    results[point].append(exc.partial)
-                    interrupted = True
-                    break
-                results[point].append(trial)
-                done += 1
-                if not trial.complete and trial.error is not None:
-                    errors[point] = trial.error.message
-            if interrupted:
-                break
+    start = time.monotonic()
+    outcome = run_trials(_schedule(cfg, points), runner=runner, on_progress=forward)
+    return _sweep_report(cfg, grid, points, skipped, outcome, imported, time.monotonic() - start)
+
+
+def _sweep_report(
+    cfg: RunConfig,
+    grid: SweepGrid,
+    points: list[SweepPoint],
+    skipped: list[str],
+    outcome: ScheduleOutcome,
+    imported: Mapping[str, Any],
+    wall_s: float,
+) -> SweepReport:
+    errors = {
+        t.arm: t.error.message for t in outcome.trials if not t.complete and t.error is not None
+    }
     summarized = [
         SweepPointResult(
             label=p.label,
@@ -284,9 +303,9 @@ def run_sweep(
             prefetch_factor=p.prefetch_factor,
             mp_context=p.mp_context,
             persistent=p.persistent,
-            trials=tuple(results[p]),
-            summary=analysis.summarize_arm(results[p]),
-            error=errors.get(p),
+            trials=tuple(t for t in outcome.trials if t.arm == p.label),
+            summary=analysis.summarize_arm([t for t in outcome.trials if t.arm == p.label]),
+            error=errors.get(p.label),
         )
         for p in points
     ]
@@ -295,7 +314,6 @@ def run_sweep(
     summarized.sort(key=lambda p: (_steady(p) is None, _steady(p) or 0.0))
     env = environment(imported)
     budget = cfg.memory_budget_bytes or default_budget(env)
-    warnings = [f"{p.label}: {p.error}" for p in summarized if p.error]
     return SweepReport(
         schema_version=SCHEMA_VERSION,
         kind="sweep",
@@ -305,8 +323,8 @@ def run_sweep(
         points=tuple(summarized),
         skipped=tuple(skipped),
         recommendation=recommend(summarized, budget),
-        complete=not interrupted and not errors,
-        warnings=tuple(warnings),
+        complete=outcome.interrupted is None and not errors,
+        warnings=tuple(f"{p.label}: {p.error}" for p in summarized if p.error),
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        wall_s=time.monotonic() - start,
+        wall_s=wall_s,
     )

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from loaderprof.errors import UsageError
+from loaderprof.results import ARM_LABEL as _LABEL
 from loaderprof.results import Report, TrialResult
 
 MiB = 1024 * 1024
-_LABEL = {"persistent": "persistent", "non_persistent": "non-persistent"}
 _COLORS = {"startup": "#f4a261", "busy": "#2a9d8f", "idle": "#d9d9d9"}
 
 
@@ -147,7 +147,7 @@ def _epoch_times(ax: Any, report: Report) -> None:
     ax.legend(fontsize=7)
 
 
-def render(report: Report, path: str | Path) -> None:
+def render(report: Report, path: str | Path | BinaryIO, fmt: str | None = None) -> None:
     require_matplotlib()
     import matplotlib
 
@@ -194,11 +194,11 @@ def render(report: Report, path: str | Path) -> None:
         f"{report.config['epochs']} epochs × {report.config['trials']} trials",
         fontsize=10,
     )
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format=fmt)
     plt.close(fig)
 
 
-def render_sweep(report: Any, path: str | Path) -> None:
+def render_sweep(report: Any, path: str | Path | BinaryIO, fmt: str | None = None) -> None:
     """Time vs memory scatter of a sweep, the Pareto frontier joined by a line."""
     require_matplotlib()
     import matplotlib
@@ -247,5 +247,5 @@ def render_sweep(report: Any, path: str | Path) -> None:
     ax.set_xlabel("steady epoch (s, median)")
     ax.set_ylabel("peak PSS total (MiB, median)")
     ax.set_title(f"loaderprof sweep · {report.config['dataset']} (green: persistent)", fontsize=10)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format=fmt)
     plt.close(fig)

@@ -1,0 +1,193 @@
+"""What every command shares: consoles, outputs, the progress bar, signals, exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from loaderprof.errors import ExitCode
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from loaderprof.config import RunConfig
+    from loaderprof.options import GateOptions, OutputOptions
+    from loaderprof.report.exporters import ReportKind, Target
+    from loaderprof.results import Report, SweepReport
+
+
+class Signals:
+    """Turns SIGTERM into the same unwinding as Ctrl-C, remembering which it was."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def install(self) -> Signals:
+        signal.signal(signal.SIGINT, self._handle)
+        signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+        raise KeyboardInterrupt
+
+    def exit_code(self) -> int | None:
+        if self.signum is None:
+            return None
+        return int(ExitCode.TERMINATED if self.signum == signal.SIGTERM else ExitCode.INTERRUPTED)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def stdout_console(json_to_stdout: bool) -> Console:
+    """With the JSON on stdout, the tables move to stderr so stdout stays parseable."""
+    from rich.console import Console
+
+    return stderr_console() if json_to_stdout else Console()
+
+
+class Outputs:
+    """The files a command writes; every path is checked before any trial runs."""
+
+    def __init__(
+        self,
+        kind: ReportKind,
+        outputs: OutputOptions | None,
+        gates: GateOptions | None = None,
+        *,
+        what: str = "",
+    ) -> None:
+        from loaderprof.report.exporters import check_targets
+
+        self.targets: list[Target] = []
+        for group in (outputs, gates):
+            if group is None:
+                continue
+            for name in ("json", "save_baseline", "csv", "markdown", "junit", "trace", "plot"):
+                path = getattr(group, name, None)
+                if path:
+                    self.targets.append((name, path))
+        check_targets(kind, self.targets, what)
+        self.json_to_stdout = bool(outputs and outputs.json == "-")
+        self.json_path = outputs.json if outputs and outputs.json != "-" else None
+        self.step_summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
+
+    def write(self, report: Report | SweepReport, *, strict: bool = False) -> None:
+        from loaderprof.report.exporters import append_text, export, kind_of
+
+        export(report, self.targets, strict=strict)
+        if self.step_summary and kind_of(report) == "compare":
+            from loaderprof.report.markdown import to_markdown
+
+            try:
+                append_text(self.step_summary, to_markdown(report) + "\n")  # type: ignore[arg-type]
+            except OSError as exc:
+                sys.stderr.write(
+                    f"loaderprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc}\n"
+                )
+
+
+STAGES = {
+    "child_start": "starting interpreter",
+    "imported": "building dataset",
+    "dataset_built": "building loader",
+    "loader_built": "running",
+}
+
+
+@contextmanager
+def trial_progress(
+    cfg: RunConfig, console: Console, enabled: bool
+) -> Iterator[Callable[[Any, Any], None] | None]:
+    """A rich progress bar on stderr fed by trial events (None when off or not a terminal)."""
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from loaderprof.results import ARM_LABEL
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("epochs"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    task = progress.add_task("starting", total=cfg.trials * 2 * cfg.epochs)
+
+    def on_progress(plan: Any, ev: Any) -> None:
+        head = f"trial {plan.index + 1}/{cfg.trials} {ARM_LABEL[plan.arm]}"
+        kind = None if ev is None else ev.get("ev")
+        if ev is None:
+            progress.update(task, description=f"{head}: starting")
+        elif kind in STAGES:
+            progress.update(task, description=f"{head}: {STAGES[kind]}")
+        elif kind == "epoch_start":
+            progress.update(task, description=f"{head}: epoch {ev['epoch']}/{cfg.epochs}")
+        elif kind == "epoch_end":
+            progress.advance(task)
+
+    with progress:
+        yield on_progress
+
+
+def run_exit_code(report: Report, signals: Signals) -> int:
+    """The exit code a compare run earned before any gate: interrupted, usage, failed, ok."""
+    interrupted = signals.exit_code()
+    if interrupted is not None:
+        return interrupted
+    categories = {e.category for e in report.errors}
+    if "usage" in categories:
+        return int(ExitCode.USAGE)
+    if categories or not report.complete:
+        return int(ExitCode.RUN_FAILED)
+    return int(ExitCode.OK)
+
+
+def error_line(report: Report) -> str | None:
+    """The one line that says what went wrong, naming the arm and trial."""
+    for arm in report.arms.values():
+        for t in arm.trials:
+            if t.error is None or t.error.category == "interrupted":
+                continue
+            if t.error.category == "usage":
+                return t.error.message
+            where = f"{arm.name.replace('_', '-')} arm, trial {t.index + 1}"
+            epoch = (
+                f" (epoch {t.error.epoch})"
+                if t.error.epoch and "epoch" not in t.error.message
+                else ""
+            )
+            return f"{where}: {t.error.message}{epoch}"
+    return None
+
+
+def error_detail(report: Report) -> str | None:
+    return next((e.detail for e in report.errors if e.detail), None)
+
+
+def failed_gates(report: Report, strict: bool) -> list[str]:
+    return [
+        g.gate
+        for g in report.gates
+        if g.status == "fail" or (strict and g.status == "inconclusive")
+    ]
+
+
+def warn_inconclusive(report: Report, err: Console) -> None:
+    for g in report.gates:
+        if g.status == "inconclusive":
+            err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)

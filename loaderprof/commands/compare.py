@@ -1,0 +1,100 @@
+"""`compare`, and `check`: the same run with every lifecycle check on."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from loaderprof.commands import params
+from loaderprof.commands.common import (
+    Outputs,
+    Signals,
+    error_detail,
+    error_line,
+    failed_gates,
+    run_exit_code,
+    stderr_console,
+    stdout_console,
+    trial_progress,
+    warn_inconclusive,
+)
+from loaderprof.errors import ExitCode, UsageError
+from loaderprof.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
+
+GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
+
+COMPARE_DOC = "Run the same DataLoader with persistent_workers on and off, and compare."
+CHECK_DOC = """Run every lifecycle check: leaks, state carried across epochs, memory growth,
+copy-on-read, unsharded IterableDatasets, RNG carried in workers, /dev/shm.
+
+The same options as compare, with one trial per arm and --digests by default.
+Exits 1 when a check finds a warning or an error."""
+
+
+def _params() -> list[Any]:
+    out = [params.argument("dataset", str | None, params.DATASET_HELP, default=None)]
+    for group in GROUPS:
+        out += params.options(group)
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    params.register(app, "compare", COMPARE_DOC, _params(), lambda v: run(v))
+    params.register(app, "check", CHECK_DOC, _params(), lambda v: run(v, check=True))
+
+
+def run(values: dict[str, Any], *, check: bool = False) -> int:
+    from loaderprof import api
+
+    values = dict(values)
+    dataset = values.pop("dataset", None)
+    run_opts, gate_opts, out_opts, ui = split(values, *GROUPS)
+    prep = api.prepare(dataset, run_opts, gate_opts, preset=api.CHECK_PRESET if check else None)
+    outputs = Outputs("compare", out_opts, gate_opts)
+    err = stderr_console()
+    signals = Signals().install()
+    with trial_progress(prep.cfg, err, enabled=not ui.quiet) as on_progress:
+        done = api.execute(prep, on_progress=on_progress)
+    if done.report is None:  # not rank 0: measured, handed over, silent
+        return run_exit_code(done.local, signals)
+    report = done.report
+    code = run_exit_code(report, signals)
+    if code == ExitCode.USAGE:
+        detail = error_detail(report) if ui.debug else None
+        raise UsageError(error_line(report) or "invalid input", detail=detail)
+    if code == ExitCode.OK and api.gateable(report):
+        report = api.finalize(report, prep)
+    if api.measured(report):
+        # Written even when the run failed: what was measured is never lost.
+        outputs.write(report, strict=prep.strict)
+        from loaderprof.report.console import print_report
+
+        print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
+    warn_inconclusive(report, err)
+    return _closing(report, code, outputs, prep.strict, ui.debug, check, err)
+
+
+def _closing(
+    report: Any, code: int, outputs: Outputs, strict: bool, debug: bool, check: bool, err: Any
+) -> int:
+    """The last line on stderr and the exit code: interrupted, failed, findings, gates."""
+    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        where = f"; partial report written to {outputs.json_path}" if outputs.json_path else ""
+        err.print(f"loaderprof: interrupted{where}", style="yellow", highlight=False)
+        return code
+    if code == ExitCode.RUN_FAILED:
+        detail = error_detail(report) if debug else None
+        if detail:
+            sys.stderr.write(detail.rstrip() + "\n")
+        sys.stderr.write(f"loaderprof: error: {error_line(report) or 'the run did not complete'}\n")
+        return code
+    worst = [f.id for f in report.findings if f.severity != "info"]
+    if check and worst:
+        sys.stderr.write(f"loaderprof: check found: {', '.join(worst)}\n")
+        return int(ExitCode.GATE_FAILED)
+    if report.gate_status == "fail":
+        sys.stderr.write(f"loaderprof: gate failed: {', '.join(failed_gates(report, strict))}\n")
+        return int(ExitCode.GATE_FAILED)
+    return code

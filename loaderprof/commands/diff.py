@@ -1,0 +1,85 @@
+"""`diff`: two saved reports, compared offline with the same statistics and gates."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from loaderprof.commands import params
+from loaderprof.commands.common import (
+    Outputs,
+    failed_gates,
+    stderr_console,
+    stdout_console,
+    warn_inconclusive,
+)
+from loaderprof.errors import ExitCode
+from loaderprof.options import GateOptions, OutputOptions, UiOptions, split
+
+OUTPUTS = ("json", "csv", "markdown", "junit")
+
+
+def register(app: typer.Typer) -> None:
+    ps = [
+        params.argument("old", Path, "The baseline report (JSON)."),
+        params.argument("new", Path, "The new report (JSON)."),
+    ]
+    ps += params.options(GateOptions, only=("fail_on", "gates", "strict"))
+    ps += params.options(OutputOptions, only=OUTPUTS)
+    ps += params.options(UiOptions, only=("debug",))
+    doc = "Compare two saved reports offline, with the same statistics and gates."
+    params.register(app, "diff", doc, ps, run)
+
+
+def run(values: dict[str, Any]) -> int:
+    from loaderprof import api
+    from loaderprof.analysis import diff_reports
+    from loaderprof.config import RunConfig
+    from loaderprof.report.console import diff_table, gates_table
+    from loaderprof.report.json_report import read_report
+
+    values = dict(values)
+    old, new = values.pop("old"), values.pop("new")
+    gate_opts, out_opts, _ = split(values, GateOptions, OutputOptions, UiOptions)
+    gates = api.load_gates(gate_opts.fail_on, gate_opts.gates, None)
+    outputs = Outputs("compare", out_opts)
+    old_report, new_report = read_report(old), read_report(new)
+    cfg = RunConfig.from_dict(new_report.config)
+    prep = api.Prepared(cfg, tuple(gates), gate_opts.strict, old_report, old)
+    report = api.finalize(new_report, prep)
+    rows = [
+        (
+            d.metric,
+            _fmt(d.metric, d.baseline),
+            _fmt(d.metric, d.new),
+            f"{d.ratio.value:.3f} [{d.ratio.ci_low:.3f}–{d.ratio.ci_high:.3f}]",
+            "–" if d.p_value is None else f"{d.p_value:.3g}",
+        )
+        for d in diff_reports(old_report, new_report, seed=int(report.config.get("seed", 0)))
+    ]
+    console = stdout_console(outputs.json_to_stdout)
+    console.print(diff_table(rows, f"{new} vs baseline {old}"))
+    if report.baseline is not None and report.baseline.differences:
+        console.print(
+            "warning: the environments differ, so timing comparisons may not "
+            "transfer: " + "; ".join(report.baseline.differences),
+            style="yellow",
+        )
+    if report.gates:
+        console.print(gates_table(report))
+    outputs.write(report, strict=gate_opts.strict)
+    warn_inconclusive(report, stderr_console())
+    if report.gate_status == "fail":
+        failed = ", ".join(failed_gates(report, gate_opts.strict))
+        sys.stderr.write(f"loaderprof: gate failed: {failed}\n")
+        return int(ExitCode.GATE_FAILED)
+    return int(ExitCode.OK)
+
+
+def _fmt(metric: str, v: float) -> str:
+    from loaderprof.gates import format_value
+
+    return format_value(metric, v)

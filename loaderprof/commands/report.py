@@ -1,0 +1,39 @@
+"""`report`: show a saved report as tables, or export it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from loaderprof.commands import params
+from loaderprof.commands.common import Outputs, stdout_console
+from loaderprof.options import OutputOptions, UiOptions, split
+
+
+def register(app: typer.Typer) -> None:
+    ps = [params.argument("path", Path, "A JSON report written by --json.")]
+    ps += params.options(OutputOptions)
+    ps += params.options(UiOptions, exclude=("quiet",))
+    params.register(app, "report", "Show a saved report as tables, or re-export it.", ps, run)
+
+
+def run(values: dict[str, Any]) -> int:
+    from loaderprof.report.console import print_report, sweep_table
+    from loaderprof.report.json_report import is_sweep, read_report, read_sweep
+
+    values = dict(values)
+    path = values.pop("path")
+    out_opts, ui = split(values, OutputOptions, UiOptions)
+    if is_sweep(path):
+        outputs = Outputs("sweep", out_opts, what=f"{path} is a sweep report, which")
+        sweep = read_sweep(path)
+        outputs.write(sweep)
+        stdout_console(outputs.json_to_stdout).print(sweep_table(sweep))
+        return 0
+    outputs = Outputs("compare", out_opts)
+    report = read_report(path)
+    outputs.write(report)
+    print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
+    return 0

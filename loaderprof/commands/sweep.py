@@ -1,0 +1,73 @@
+"""`sweep`: every valid combination of the grid; the frontier and a recommendation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from loaderprof.commands import params
+from loaderprof.commands.common import Outputs, Signals, stderr_console, stdout_console
+from loaderprof.errors import ExitCode
+from loaderprof.options import OutputOptions, RunOptions, SweepOptions, UiOptions, split
+
+# A sweep sets these per point; its grid options take their place.
+GRID = ("num_workers", "prefetch_factor", "mp_context")
+# What a sweep does not use: the comparison of two arms and its statistics.
+NOT_FOR_SWEEP = (*GRID, "warmup_trials", "digests", "train_epochs", "min_gain")
+OUTPUTS = ("json", "csv", "plot")
+
+DOC = "Sweep num_workers × prefetch_factor × start method × persistence; find the frontier."
+
+
+def register(app: typer.Typer) -> None:
+    ps = [params.argument("dataset", str | None, params.DATASET_HELP, default=None)]
+    ps += params.options(SweepOptions)
+    ps += params.options(RunOptions, exclude=NOT_FOR_SWEEP)
+    ps += params.options(OutputOptions, only=OUTPUTS)
+    ps += params.options(UiOptions, exclude=("verbose",))
+    params.register(app, "sweep", DOC, ps, run)
+
+
+def run(values: dict[str, Any]) -> int:
+    from loaderprof import api
+    from loaderprof.report.console import sweep_table
+    from loaderprof.sweep import expand, run_sweep
+
+    values = dict(values)
+    dataset = values.pop("dataset", None)
+    grid_opts, run_opts, out_opts, ui = split(
+        values, SweepOptions, RunOptions, OutputOptions, UiOptions
+    )
+    cfg, grid = api.prepare_sweep(dataset, run_opts, grid_opts)
+    outputs = Outputs("sweep", out_opts)
+    points, _ = expand(grid)
+    err = stderr_console()
+    signals = Signals().install()
+    if not ui.quiet and err.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials"),
+            console=err,
+            transient=True,
+        )
+        task = progress.add_task("sweep", total=len(points) * cfg.trials)
+
+        def on_progress(done: int, total: int, point: Any, ev: Any) -> None:
+            progress.update(task, completed=done, description=point.label)
+
+        with progress:
+            report = run_sweep(cfg, grid, on_progress=on_progress)
+    else:
+        report = run_sweep(cfg, grid)
+    outputs.write(report)
+    stdout_console(outputs.json_to_stdout).print(sweep_table(report))
+    interrupted = signals.exit_code()
+    if interrupted is not None:
+        err.print("loaderprof: interrupted", style="yellow")
+        return interrupted
+    return int(ExitCode.OK if report.complete else ExitCode.RUN_FAILED)

@@ -1,0 +1,95 @@
+"""The environment a report was measured in, and what differs between two.
+
+Timing figures transfer between reports only when these match closely: a
+baseline from another machine, Python or torch build is flagged, never trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _cgroup_memory_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = f.read().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 1 << 60:
+            return int(raw)
+        return None
+    return None
+
+
+def _cgroup_cpu_limit() -> float | None:
+    """CPUs allowed by cgroup v2 cpu.max ("max 100000" means no limit)."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="utf-8") as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    return int(quota) / int(period)
+
+
+def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = None
+    import psutil
+
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
+        "cgroup_cpu_limit": _cgroup_cpu_limit(),
+        "load_average": load,
+        "torch": (imported or {}).get("torch"),
+        "start_method": (imported or {}).get("start_method"),
+        "accelerator": (imported or {}).get("accelerator"),
+        "executable": sys.executable,
+    }
+
+
+FINGERPRINT_KEYS = (
+    "python",
+    "torch",
+    "machine",
+    "cpu_model",
+    "cpu_count",
+    "cgroup_memory_limit_bytes",
+    "cgroup_cpu_limit",
+    "start_method",
+)
+
+
+def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """What differs between two environments in ways that change timings."""
+    diffs = []
+    for key in FINGERPRINT_KEYS:
+        if a.get(key) != b.get(key):
+            diffs.append(f"{key}: {a.get(key)!r} → {b.get(key)!r}")
+    return diffs

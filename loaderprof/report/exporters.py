@@ -1,0 +1,192 @@
+"""Every file output behind one interface, and the one place files are written.
+
+An exporter says which option asks for it, which report kinds it can write
+(a compare report, a sweep report) and renders a report to text or bytes.
+`check_targets` refuses, before any trial runs, what could not be written;
+`export` renders and writes each file atomically (a temp file in the same
+directory, then a rename: a reader never sees a half-written report).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from loaderprof.errors import UsageError
+from loaderprof.results import Report, SweepReport
+
+ReportKind = Literal["compare", "sweep"]
+
+
+class Exporter(Protocol):
+    @property
+    def flag(self) -> str:
+        """The option that asks for it, e.g. "--json"."""
+
+    @property
+    def kinds(self) -> frozenset[ReportKind]:
+        """The report kinds it can write."""
+
+    @property
+    def binary(self) -> bool:
+        """Bytes, not text: never to standard output."""
+
+    def render(self, report: Any, *, suffix: str, strict: bool) -> str | bytes: ...
+
+
+@dataclass(frozen=True)
+class _Text:
+    flag: str
+    kinds: frozenset[ReportKind]
+    to_text: Callable[[Any, bool], str]
+    binary: bool = False
+
+    def render(self, report: Any, *, suffix: str, strict: bool) -> str | bytes:
+        return self.to_text(report, strict)
+
+
+@dataclass(frozen=True)
+class _Plot:
+    flag: str = "--plot"
+    kinds: frozenset[ReportKind] = frozenset({"compare", "sweep"})
+    binary: bool = True
+
+    def render(self, report: Any, *, suffix: str, strict: bool) -> str | bytes:
+        from loaderprof.report import plot
+
+        buf = io.BytesIO()
+        draw = plot.render_sweep if isinstance(report, SweepReport) else plot.render
+        draw(report, buf, fmt=suffix.lstrip(".").lower())
+        return buf.getvalue()
+
+
+def _json(report: Any, strict: bool) -> str:
+    from loaderprof.report.json_report import to_json
+
+    return to_json(report)
+
+
+def _csv(report: Any, strict: bool) -> str:
+    from loaderprof.report import csv_report
+
+    if isinstance(report, SweepReport):
+        return csv_report.sweep_csv(report)
+    return csv_report.to_csv(report)
+
+
+def _markdown(report: Any, strict: bool) -> str:
+    from loaderprof.report.markdown import to_markdown
+
+    return to_markdown(report)
+
+
+def _junit(report: Any, strict: bool) -> str:
+    from loaderprof.report.junit import to_junit
+
+    return to_junit(report, strict=strict)
+
+
+def _trace(report: Any, strict: bool) -> str:
+    from loaderprof.report.trace import to_trace_json
+
+    return to_trace_json(report)
+
+
+_BOTH: frozenset[ReportKind] = frozenset({"compare", "sweep"})
+_COMPARE: frozenset[ReportKind] = frozenset({"compare"})
+
+# Keyed by the OutputOptions / GateOptions field that asks for it.
+EXPORTERS: dict[str, Exporter] = {
+    "json": _Text("--json", _BOTH, _json),
+    "save_baseline": _Text("--save-baseline", _COMPARE, _json),
+    "csv": _Text("--csv", _BOTH, _csv),
+    "markdown": _Text("--markdown", _COMPARE, _markdown),
+    "junit": _Text("--junit", _COMPARE, _junit),
+    "trace": _Text("--trace", _COMPARE, _trace),
+    "plot": _Plot(),
+}
+
+Target = tuple[str, "str | Path"]
+
+
+def kind_of(report: Report | SweepReport) -> ReportKind:
+    return "sweep" if isinstance(report, SweepReport) else "compare"
+
+
+def check_targets(kind: ReportKind, targets: Sequence[Target], what: str = "") -> None:
+    """Refuse, before any trial runs, an output that cannot be made or written."""
+    unsupported = [EXPORTERS[name].flag for name, _ in targets if kind not in EXPORTERS[name].kinds]
+    if unsupported:
+        able = [e.flag for e in EXPORTERS.values() if kind in e.kinds]
+        raise UsageError(
+            f"{what or 'a ' + kind + ' report'} exports only {', '.join(able)} "
+            f"(not {', '.join(unsupported)})"
+        )
+    for name, path in targets:
+        exporter = EXPORTERS[name]
+        if str(path) == "-":
+            if exporter.binary:
+                raise UsageError(f"{exporter.flag} cannot write to standard output")
+            continue
+        check_writable(path)
+        if name == "plot":
+            if Path(path).suffix.lower() not in (".png", ".svg"):
+                raise UsageError(f"--plot {path}: use a .png or .svg file name")
+            from loaderprof.report.plot import require_matplotlib
+
+            require_matplotlib()
+
+
+def export(report: Report | SweepReport, targets: Sequence[Target], *, strict: bool) -> None:
+    for name, path in targets:
+        data = EXPORTERS[name].render(report, suffix=Path(str(path)).suffix, strict=strict)
+        if str(path) == "-":
+            sys.stdout.write(data if isinstance(data, str) else data.decode())
+            sys.stdout.flush()
+        else:
+            write_atomic(path, data)
+
+
+def append_text(path: str | Path, text: str) -> None:
+    """Append (a CI job summary collects the output of every step)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail before any trial runs when an output could not be written."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {target}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {target}: directory {parent} is not writable")
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a directory")
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write via a temp file in the same directory + rename: never a truncated file."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        # mkstemp creates 0600; give the report the permissions open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
