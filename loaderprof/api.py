@@ -261,7 +261,7 @@ def _compare(
 def prepare_sweep(dataset: Any, run: RunOptions, grid_opts: SweepOptions) -> tuple[Any, Any]:
     """The sweep's RunConfig (validated with a worker count; each point sets its own)
     and its grid."""
-    from loaderprof.sweep import SweepGrid
+    from loaderprof.sweeps import SweepGrid
 
     grid = SweepGrid.from_options(grid_opts)
     file_values = load_config_file(run.config) if run.config else {}
@@ -281,9 +281,9 @@ def sweep(
     **options: Any,
 ) -> SweepReport:
     """Run every valid combination of the grid (num_workers, prefetch_factor, mp_context,
-    persistent: lists) with the other run options; see `loaderprof.sweep.run_sweep`."""
+    persistent: lists) with the other run options; see `loaderprof.sweeps.run_sweep`."""
     from loaderprof.options import names
-    from loaderprof.sweep import run_sweep
+    from loaderprof.sweeps import run_sweep
 
     grid_keys = names(SweepOptions)
     grid_opts = fill(SweepOptions, {k: v for k, v in options.items() if k in grid_keys})

@@ -13,9 +13,9 @@ from typing import Annotated
 import typer
 from typer._click import exceptions as click_exc
 
-from loaderprof import __version__
 from loaderprof.commands import compare, diff, plan, report, sweep
 from loaderprof.errors import ExitCode, LoaderprofError
+from loaderprof.version import __version__
 
 app = typer.Typer(
     name="loaderprof",

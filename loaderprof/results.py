@@ -226,6 +226,19 @@ class WallParts:
 
 
 @dataclass(frozen=True)
+class SamplerStats:
+    """The parent-side sampler's own work during a trial."""
+
+    interval_s: float
+    ticks: int
+    # Ticks that read USS/PSS of every process (a page-table walk each).
+    deep_ticks: int
+    # Seconds the sampler spent reading /proc, and that as a share of the trial's wall.
+    busy_s: float
+    duty_cycle: float
+
+
+@dataclass(frozen=True)
 class TrialResult:
     arm: str
     index: int
@@ -248,6 +261,8 @@ class TrialResult:
     shm_peak_used_bytes: int | None = None
     batches: tuple[BatchSpan, ...] = ()
     wall_parts: WallParts | None = None
+    # None when sampling was off.
+    sampler: SamplerStats | None = None
 
 
 @dataclass(frozen=True)

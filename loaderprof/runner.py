@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from loaderprof.assemble import assemble_trial
 from loaderprof.config import RunConfig
 from loaderprof.events import EventReader
-from loaderprof.results import TrialError, TrialResult
+from loaderprof.results import SamplerStats, TrialError, TrialResult
 from loaderprof.sampler import Sample, TreeSampler
 from loaderprof.spec import ObjectRef
 from loaderprof.units import fmt_bytes
@@ -194,6 +194,16 @@ def run_trial(
         shm_size=sampler.shm_size if sampler else None,
         shm_used=sampler.shm_used if sampler else (),
     )
+    if sampler is not None:
+        wall = (t_end - t0) / 1e9
+        stats = SamplerStats(
+            interval_s=sampler.interval_s,
+            ticks=sampler.ticks,
+            deep_ticks=sampler.deep_ticks,
+            busy_s=sampler.busy_s,
+            duty_cycle=sampler.busy_s / wall if wall > 0 else 0.0,
+        )
+        result = dataclasses.replace(result, sampler=stats)
     if plan.warmup:
         result = dataclasses.replace(result, warmup=True)
     if interrupted is not None:

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from loaderprof import __version__
 from loaderprof.config import RunConfig
 from loaderprof.environment import environment
 from loaderprof.results import (
@@ -21,6 +20,7 @@ from loaderprof.results import (
 )
 from loaderprof.runner import TrialRunner
 from loaderprof.scheduler import ProgressCallback, run_schedule
+from loaderprof.version import __version__
 
 
 def build_report(

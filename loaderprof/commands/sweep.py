@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 def run(values: dict[str, Any]) -> int:
     from loaderprof import api
     from loaderprof.report.console import sweep_table
-    from loaderprof.sweep import expand, run_sweep
+    from loaderprof.sweeps import expand, run_sweep
 
     values = dict(values)
     dataset = values.pop("dataset", None)

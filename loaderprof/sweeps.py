@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from loaderprof import __version__, analysis
+from loaderprof import analysis
 from loaderprof.config import MP_CONTEXTS, RunConfig
 from loaderprof.environment import environment
 from loaderprof.errors import UsageError
@@ -31,6 +31,7 @@ from loaderprof.results import (
 from loaderprof.runner import TrialPlan, TrialRunner
 from loaderprof.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.units import fmt_bytes, fmt_seconds
+from loaderprof.version import __version__
 
 NEAR_FASTEST = 0.05
 
