@@ -89,6 +89,24 @@ def _tail(path: Path, limit: int = 2000) -> str:
     return text[-limit:]
 
 
+@dataclass
+class _Watch:
+    """What the parent saw of one trial process."""
+
+    events: list[Mapping[str, Any]]
+    t0: int
+    t_end: int = 0
+    timed_out: bool = False
+    interrupted: BaseException | None = None
+
+
+def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
+    tag = f"{'w' if plan.warmup else ''}{plan.index:02d}-{plan.arm}"
+    return {
+        k: workdir / f"{tag}.{k}" for k in ("events.jsonl", "plan.json", "stdout.log", "stderr.log")
+    }
+
+
 def run_trial(
     cfg: RunConfig,
     plan: TrialPlan,
@@ -96,12 +114,9 @@ def run_trial(
     *,
     on_event: EventCallback | None = None,
 ) -> TrialResult:
-    tag = f"{'w' if plan.warmup else ''}{plan.index:02d}-{plan.arm}"
-    events_path = workdir / f"{tag}.events.jsonl"
-    plan_path = workdir / f"{tag}.plan.json"
-    stdout_path = workdir / f"{tag}.stdout.log"
-    stderr_path = workdir / f"{tag}.stderr.log"
-    plan_path.write_text(
+    files = _files(plan, workdir)
+    events_path = files["events.jsonl"]
+    files["plan.json"].write_text(
         json.dumps(
             {
                 "events_path": str(events_path),
@@ -115,16 +130,12 @@ def run_trial(
     env["PYTHONPATH"] = child_pythonpath(cfg, cwd)
     # Output from the user's code goes to the logs, not over the tables.
     env.setdefault("PYTHONUNBUFFERED", "1")
-
     reader = EventReader(str(events_path))
-    collected: list[Mapping[str, Any]] = []
     sampler: TreeSampler | None = None
-    interrupted: BaseException | None = None
-    timed_out = False
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        t0 = time.monotonic_ns()
+    with open(files["stdout.log"], "wb") as out, open(files["stderr.log"], "wb") as err:
+        watch = _Watch([], time.monotonic_ns())
         proc = subprocess.Popen(
-            [sys.executable, "-m", "loaderprof.trial", str(plan_path)],
+            [sys.executable, "-m", "loaderprof.trial", str(files["plan.json"])],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -141,61 +152,89 @@ def run_trial(
                     ignore_files=frozenset({str(events_path), os.path.realpath(events_path)}),
                 )
                 sampler.start()
-            deadline = time.monotonic() + cfg.trial_timeout_s
-            while proc.poll() is None:
-                for ev in reader.read_new():
-                    collected.append(ev)
-                    if sampler is not None:
-                        if ev["ev"] == "epoch_start":
-                            sampler.epoch_started()
-                        elif ev["ev"] in ("epoch_end", "error"):
-                            sampler.epoch_ended()
-                    if on_event is not None:
-                        on_event(ev)
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    break
-                # Short poll: the sampler learns of epoch boundaries from here.
-                time.sleep(0.01)
+            _follow(proc, reader, sampler, cfg.trial_timeout_s, watch, on_event)
         except BaseException as exc:  # KeyboardInterrupt / our signal exception
-            interrupted = exc
+            watch.interrupted = exc
         finally:
-            t_end = time.monotonic_ns()
+            watch.t_end = time.monotonic_ns()
             if sampler is not None:
                 sampler.stop()
             _kill_group(proc.pid)
             proc.wait()
     for ev in reader.read_new():
-        collected.append(ev)
+        watch.events.append(ev)
         if on_event is not None:
             on_event(ev)
+    result = _result(cfg, plan, proc, watch, sampler, files["stderr.log"])
+    if watch.interrupted is not None:
+        # Hand the partial trial to the scheduler with the interrupt.
+        raise TrialInterrupted(result) from watch.interrupted
+    return result
 
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    reader: EventReader,
+    sampler: TreeSampler | None,
+    timeout_s: float,
+    watch: _Watch,
+    on_event: EventCallback | None,
+) -> None:
+    """Tail the events until the process ends or the timeout passes."""
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        for ev in reader.read_new():
+            watch.events.append(ev)
+            if sampler is not None:
+                if ev["ev"] == "epoch_start":
+                    sampler.epoch_started()
+                elif ev["ev"] in ("epoch_end", "error"):
+                    sampler.epoch_ended()
+            if on_event is not None:
+                on_event(ev)
+        if time.monotonic() > deadline:
+            watch.timed_out = True
+            return
+        # Short poll: the sampler learns of epoch boundaries from here.
+        time.sleep(0.01)
+
+
+def _result(
+    cfg: RunConfig,
+    plan: TrialPlan,
+    proc: subprocess.Popen[bytes],
+    watch: _Watch,
+    sampler: TreeSampler | None,
+    stderr_path: Path,
+) -> TrialResult:
+    samples = sampler.samples if sampler else []
     error = _trial_error(
-        collected,
+        watch.events,
         proc.returncode,
-        timed_out,
-        interrupted,
+        watch.timed_out,
+        watch.interrupted,
         cfg,
         stderr_path,
-        sampler.samples if sampler else [],
-        t_end,
+        samples,
+        watch.t_end,
     )
     result = assemble_trial(
         arm=plan.arm,
         index=plan.index,
-        t0_ns=t0,
-        t_end_ns=t_end,
+        t0_ns=watch.t0,
+        t_end_ns=watch.t_end,
         main_pid=proc.pid,
         returncode=proc.returncode,
-        events=collected,
-        samples=sampler.samples if sampler else [],
+        events=watch.events,
+        samples=samples,
         gone_ns=sampler.gone_ns if sampler else None,
         error=error,
         shm_size=sampler.shm_size if sampler else None,
         shm_used=sampler.shm_used if sampler else (),
     )
+    stats = None
     if sampler is not None:
-        wall = (t_end - t0) / 1e9
+        wall = (watch.t_end - watch.t0) / 1e9
         stats = SamplerStats(
             interval_s=sampler.interval_s,
             ticks=sampler.ticks,
@@ -203,13 +242,7 @@ def run_trial(
             busy_s=sampler.busy_s,
             duty_cycle=sampler.busy_s / wall if wall > 0 else 0.0,
         )
-        result = dataclasses.replace(result, sampler=stats)
-    if plan.warmup:
-        result = dataclasses.replace(result, warmup=True)
-    if interrupted is not None:
-        # Hand the partial trial to the scheduler with the interrupt.
-        raise TrialInterrupted(result) from interrupted
-    return result
+    return dataclasses.replace(result, sampler=stats, warmup=plan.warmup)
 
 
 class TrialInterrupted(Exception):
