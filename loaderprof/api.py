@@ -197,59 +197,39 @@ def _options(
     return run, gate_opts, baseline if isinstance(baseline, Report) else None
 
 
-def compare(
-    dataset: Any,
-    *,
-    args: Mapping[str, Any] | None = None,
-    config: str | Path | None = None,
-    gates: Sequence[str] = (),
-    baseline: str | Path | Report | None = None,
-    strict: bool = False,
-    runner: TrialRunner | None = None,
-    on_progress: ProgressCallback | None = None,
-    **options: Any,
-) -> Report:
+def compare(dataset: Any, **kwargs: Any) -> Report:
     """Run persistence on vs off and return the Report (what `loaderprof compare` prints).
 
-    `options` are the CLI's run options by name (see `loaderprof.options.RunOptions`):
+    Keywords: `args` (the Dataset's keyword arguments), `config` (a TOML file, whose
+    `[gates]` apply as on the command line), `gates` (expressions such as
+    "steady_epoch_ratio:<=0.95"), `baseline` (a saved report's path, or a Report),
+    `strict`, `on_progress`, `runner` (replaces the process-per-trial runner; tests use
+    a fake one), and the CLI's run options by name (see `loaderprof.options.RunOptions`):
     epochs, num_workers, batch_size, prefetch_factor, pin_memory, mp_context, shuffle,
     drop_last, timeout, collate_fn, worker_init_fn, step_ms, sample_interval, trials,
     warmup_trials, seed, train_epochs, min_gain, memory_budget, digests, ...
-    A config file's `[gates]` apply as they do on the command line. `runner` replaces
-    the process-per-trial runner (tests use a fake one).
     """
-    return _compare(dataset, args, config, gates, baseline, strict, runner, on_progress, options)
+    return _compare(dataset, **kwargs)
 
 
-def check(
-    dataset: Any,
-    *,
-    args: Mapping[str, Any] | None = None,
-    config: str | Path | None = None,
-    gates: Sequence[str] = (),
-    baseline: str | Path | Report | None = None,
-    strict: bool = False,
-    runner: TrialRunner | None = None,
-    on_progress: ProgressCallback | None = None,
-    **options: Any,
-) -> Report:
-    """`compare` with every lifecycle check on (what `loaderprof check` runs)."""
-    return _compare(
-        dataset, args, config, gates, baseline, strict, runner, on_progress, options, CHECK_PRESET
-    )
+def check(dataset: Any, **kwargs: Any) -> Report:
+    """`compare` with every lifecycle check on (what `loaderprof check` runs): one trial
+    per arm and content digests unless the options or the config file say otherwise."""
+    return _compare(dataset, preset=CHECK_PRESET, **kwargs)
 
 
 def _compare(
     dataset: Any,
-    args: Mapping[str, Any] | None,
-    config: str | Path | None,
-    gates: Sequence[str],
-    baseline: str | Path | Report | None,
-    strict: bool,
-    runner: TrialRunner | None,
-    on_progress: ProgressCallback | None,
-    options: Mapping[str, Any],
+    *,
+    args: Mapping[str, Any] | None = None,
+    config: str | Path | None = None,
+    gates: Sequence[str] = (),
+    baseline: str | Path | Report | None = None,
+    strict: bool = False,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
     preset: Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> Report:
     run, gate_opts, base = _options(args, config, gates, baseline, strict, options)
     prep = prepare(dataset, run, gate_opts, preset=preset, baseline=base)

@@ -21,14 +21,17 @@ def parse_size(text: str) -> int:
     return int(float(number) * _BINARY[prefix.lower()])
 
 
+def _sign(n: float, signed: bool) -> str:
+    """'+' / '−' / '±' with `signed`; else only '−' for a negative value."""
+    if signed:
+        return "+" if n > 0 else ("−" if n < 0 else "±")
+    return "−" if n < 0 else ""
+
+
 def fmt_bytes(n: float | None, *, signed: bool = False) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "–"
-    sign = ""
-    if signed:
-        sign = "+" if n > 0 else ("−" if n < 0 else "±")
-    elif n < 0:
-        sign = "−"
+    sign = _sign(n, signed)
     value = abs(float(n))
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if value < 1024 or unit == "TiB":
@@ -42,11 +45,7 @@ def fmt_bytes(n: float | None, *, signed: bool = False) -> str:
 def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
     if s is None or math.isnan(s):
         return "–"
-    sign = ""
-    if signed:
-        sign = "+" if s > 0 else ("−" if s < 0 else "±")
-    elif s < 0:
-        sign = "−"
+    sign = _sign(s, signed)
     value = abs(s)
     if value < 1e-3:
         return f"{sign}{value * 1e6:.0f} µs"

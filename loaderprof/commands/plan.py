@@ -25,33 +25,18 @@ def plan(
 ) -> int:
     """Project the host memory a training node needs: ranks × workers per rank."""
     from rich.console import Console
-    from rich.table import Table
 
     from loaderprof.environment import environment
     from loaderprof.plan import project
+    from loaderprof.report.console import plan_table
     from loaderprof.report.json_report import read_report
     from loaderprof.units import fmt_bytes
 
     report = read_report(path)
     w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])
     proj = project(report, ranks=ranks, num_workers=w, arm=arm, environment=environment(None))
-    t = Table(
-        title=f"Host memory for {ranks} rank(s) × {w} workers ({arm.replace('_', '-')})",
-        title_justify="left",
-        header_style="bold",
-    )
-    t.add_column("")
-    t.add_column("bytes", justify="right")
-    t.add_row(
-        "measured: one rank's process tree (peak PSS total)", fmt_bytes(proj.rank_total_pss_bytes)
-    )
-    t.add_row("measured: peak USS per worker", fmt_bytes(proj.per_worker_uss_bytes))
-    t.add_row(f"projected: one rank with {w} workers", fmt_bytes(proj.per_rank_bytes))
-    t.add_row(f"projected: node with {ranks} rank(s)", fmt_bytes(proj.node_bytes), style="bold")
-    if proj.limit_bytes:
-        t.add_row(f"this machine's {proj.limit_source}", fmt_bytes(proj.limit_bytes))
     console = Console()
-    console.print(t)
+    console.print(plan_table(proj, ranks=ranks, num_workers=w, arm=arm))
     for a in proj.assumptions:
         console.print(f"assumes: {a}", style="dim", highlight=False)
     if proj.over_limit:

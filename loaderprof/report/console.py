@@ -69,7 +69,7 @@ def _pids(pids: tuple[int, ...]) -> str:
 
 def epochs_table(report: Report) -> Table:
     t = Table(
-        title="Epoch wall times (first trial per arm; * = workers started that epoch)",
+        title="Epoch wall times (first trial per arm; * = worker started that epoch)",
         title_justify="left",
         header_style="bold",
     )
@@ -78,22 +78,37 @@ def epochs_table(report: Report) -> Table:
         t.add_column(label, justify="right")
         t.add_column("1st batch", justify="right")
         t.add_column("worker PIDs", overflow="fold", min_width=9)
-    trials = [
-        report.arms[n].trials[0] if report.arms[n].trials else None
+    # Rows by epoch number, so an arm whose trial stopped early (or has a gap)
+    # shows "–" in the epochs it lacks instead of shifting the later ones up.
+    by_epoch = [
+        {e.epoch: e for e in report.arms[n].trials[0].epochs} if report.arms[n].trials else {}
         for n in ("persistent", "non_persistent")
     ]
-    n_epochs = max((len(a.epochs) for a in trials if a is not None), default=0)
-    for i in range(n_epochs):
-        row = [str(i + 1)]
-        for trial in trials:
-            if trial is None or i >= len(trial.epochs):
+
+    def pids(served: tuple[int, ...], new: tuple[int, ...]) -> str:
+        # Every PID that started this epoch carries its own star; one that started
+        # but served no batch is listed too (after those that did).
+        shown = list(served) + [p for p in new if p not in served]
+        if not shown:
+            return "–"
+        cells = [f"{p}*" if p in new else str(p) for p in shown]
+        if len(cells) <= 4:
+            return " ".join(cells)
+        hidden_new = sum(1 for p in shown[3:] if p in new)
+        more = f" ({hidden_new}*)" if hidden_new else ""
+        return f"{' '.join(cells[:3])} …+{len(cells) - 3}{more}"
+
+    for epoch in sorted(set().union(*by_epoch)):
+        row = [str(epoch)]
+        for epochs in by_epoch:
+            e = epochs.get(epoch)
+            if e is None:
                 row += ["–", "–", "–"]
                 continue
-            e = trial.epochs[i]
             row += [
                 fmt_seconds(e.wall_s),
                 fmt_seconds(e.first_batch_s),
-                _pids(e.worker_pids) + ("*" if e.new_worker_pids else ""),
+                pids(e.worker_pids, e.new_worker_pids),
             ]
         t.add_row(*row)
     return t
@@ -395,3 +410,26 @@ def distributed_tables(report: Report) -> list[RenderableType]:
                 fmt_bytes(tot.idle_workers_uss_bytes),
             )
     return [t, slow, nodes]
+
+
+def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
+    """`loaderprof plan`: what was measured and what it projects to."""
+    t = Table(
+        title=f"Host memory for {ranks} rank(s) × {num_workers} workers "
+        f"({ARM_LABEL.get(arm, arm)})",
+        title_justify="left",
+        header_style="bold",
+    )
+    t.add_column("")
+    t.add_column("bytes", justify="right")
+    rows = [
+        ("measured: one rank's process tree (peak PSS total)", proj.rank_total_pss_bytes),
+        ("measured: peak USS per worker", proj.per_worker_uss_bytes),
+        (f"projected: one rank with {num_workers} workers", proj.per_rank_bytes),
+    ]
+    for label, value in rows:
+        t.add_row(label, fmt_bytes(value))
+    t.add_row(f"projected: node with {ranks} rank(s)", fmt_bytes(proj.node_bytes), style="bold")
+    if proj.limit_bytes:
+        t.add_row(f"this machine's {proj.limit_source}", fmt_bytes(proj.limit_bytes))
+    return t
