@@ -132,3 +132,21 @@ def test_api_sweep_takes_lists_and_the_cli_comma_lists_alike() -> None:
         "workers=2 persistent",
         "workers=2 non-persistent",
     }
+
+
+def test_report_refuses_exports_a_sweep_report_cannot_make(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loaderprof.cli import _run
+    from loaderprof.report.json_report import to_json
+
+    cfg = RunConfig(dataset=DATASET, trials=1, epochs=3)
+    grid = SweepGrid.from_options({"num_workers": [2]})
+    path = tmp_path / "sweep.json"
+    path.write_text(to_json(run_sweep(cfg, grid, runner=FakeRunner())))
+    code = _run(["report", str(path), "--junit", str(tmp_path / "j.xml")], debug=False)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "is a sweep report, which exports only --json, --csv, --plot (not --junit)" in err[0]
+    assert _run(["report", str(path), "--csv", str(tmp_path / "s.csv")], debug=False) == 0
+    assert (tmp_path / "s.csv").read_text().startswith("config,")
