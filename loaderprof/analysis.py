@@ -8,9 +8,9 @@ epochs. Steady epochs are pooled over trials.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 import numpy as np
 
@@ -213,12 +213,7 @@ def compare(
     steady_ratio = bootstrap_ratio(steady_p, steady_np, seed)
     steady_pval = mann_whitney_p(steady_p, steady_np)
     # Break-even and totals only count a saving the statistics support.
-    significant = (
-        steady_ratio is not None
-        and steady_ratio.ci_high < 1.0
-        and steady_pval is not None
-        and steady_pval < ALPHA
-    )
+    significant = significant_direction(steady_ratio, steady_pval) == "saving"
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
     pss_p = trial_values(persistent, "peak_total_pss_bytes")
     pss_np = trial_values(non_persistent, "peak_total_pss_bytes")
@@ -258,103 +253,150 @@ def _pct(ratio: float) -> str:
     return f"{abs(1 - ratio) * 100:.0f} %"
 
 
+Direction = Literal["saving", "loss"]
+
+
+def significant_direction(ratio: Ratio | None, p: float | None) -> Direction | None:
+    """The one test of a significant difference in a persistent ÷ non-persistent ratio:
+    its 95 % interval lies on one side of 1 and the Mann-Whitney p is below ALPHA.
+    "saving": significantly below 1; "loss": significantly above 1; None: neither."""
+    if ratio is None or p is None or not p < ALPHA:
+        return None
+    if ratio.ci_high < 1.0:
+        return "saving"
+    if ratio.ci_low > 1.0:
+        return "loss"
+    return None
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the verdict weighs: the steady-epoch ratio, its test, and both in words."""
+
+    ratio: Ratio
+    saved_s: float
+    direction: Direction | None
+    # "ratio 0.50, 95 % CI 0.48–0.52, Mann-Whitney p=0.01"
+    interval: str
+    # What the persistent workers hold between epochs.
+    memory: str
+
+
+def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float) -> _Evidence:
+    idle = p_sum.idle_workers_uss_bytes.median if p_sum.idle_workers_uss_bytes else None
+    memory = (
+        f"persistent workers hold {fmt_bytes(idle)} of private memory (USS) between epochs"
+        if idle is not None
+        else "memory was not sampled (--sample-interval 0), so its cost is unknown"
+    )
+    p = comparison.steady_epoch_p
+    p_text = f", Mann-Whitney p={p:.3g}" if p is not None else ""
+    return _Evidence(
+        ratio=r,
+        saved_s=saved,
+        direction=significant_direction(r, p),
+        interval=f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}{p_text}",
+        memory=memory,
+    )
+
+
 def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Verdict:
     """enable: a significant saving of at least min_gain. keep_off: no significant
     gain (or a loss) while persistence holds memory. neutral: anything else."""
     r = comparison.steady_epoch_ratio
     saved = comparison.saved_s_per_epoch
-    idle = p_sum.idle_workers_uss_bytes.median if p_sum.idle_workers_uss_bytes else None
-    extra = comparison.extra_idle_memory_bytes
-    memory_known = extra is not None
-    costs_memory = extra is not None and extra > 1024**2
-    mem_text = (
-        f"persistent workers hold {fmt_bytes(idle)} of private memory (USS) between epochs"
-        if idle is not None
-        else "memory was not sampled (--sample-interval 0), so its cost is unknown"
-    )
     if r is None or saved is None:
         return Verdict(
             "neutral",
             "Not enough steady epochs were measured to decide.",
             ("need at least one steady epoch (epoch ≥ 2) in each arm",),
         )
-    p = comparison.steady_epoch_p
-    p_text = f", Mann-Whitney p={p:.3g}" if p is not None else ""
-    ci = f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}{p_text}"
-    significant = p is not None and p < ALPHA
-    reasons: list[str] = []
+    ev = _evidence(comparison, p_sum, r, saved)
     if comparison.over_budget and comparison.memory_budget_bytes is not None:
-        peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
-        reasons.append(
-            f"over budget: with persistent workers the process tree peaks at "
-            f"{fmt_bytes(peak)} PSS, above --memory-budget "
-            f"{fmt_bytes(comparison.memory_budget_bytes)}"
-        )
-        if r.ci_high < 1.0 and significant:
-            reasons.append(f"it would save {fmt_seconds(saved)} per epoch ({ci})")
-        reasons.append(mem_text)
-        return Verdict(
-            "keep_off",
-            "Keep persistent_workers off: the run does not fit the memory budget with it.",
-            tuple(reasons),
-        )
-    if r.ci_high < 1.0 and significant and r.value <= 1.0 - min_gain:
-        reasons.append(
-            f"steady epochs are {_pct(r.value)} faster with persistent workers ({ci}), "
-            f"saving {fmt_seconds(saved)} per epoch"
-        )
-        if comparison.break_even_epochs is not None:
-            reasons.append(f"it pays for itself from epoch {comparison.break_even_epochs} on")
-        if comparison.saved_s_total is not None:
-            reasons.append(
-                f"over {comparison.train_epochs} epochs that saves about "
-                f"{fmt_seconds(comparison.saved_s_total)}"
-            )
-        reasons.append(mem_text)
-        return Verdict(
-            "enable",
-            f"Enable persistent_workers: it saves {fmt_seconds(saved)} per epoch "
-            f"for {fmt_bytes(extra) if memory_known else 'an unmeasured amount of'} memory held "
-            "between epochs.",
-            tuple(reasons),
-        )
-    if r.ci_low > 1.0 and significant:
-        reasons.append(f"steady epochs are {_pct(r.value)} slower with persistent workers ({ci})")
-        reasons.append(mem_text)
+        return _over_budget_verdict(p_sum, ev, comparison.memory_budget_bytes)
+    if ev.direction == "saving" and r.value <= 1.0 - min_gain:
+        return _enable_verdict(comparison, ev)
+    if ev.direction == "loss":
         return Verdict(
             "keep_off",
             "Keep persistent_workers off: it makes steady epochs slower.",
-            tuple(reasons),
+            (
+                f"steady epochs are {_pct(r.value)} slower with persistent workers ({ev.interval})",
+                ev.memory,
+            ),
         )
-    if r.ci_high < 1.0 and significant:
-        reasons.append(
-            f"steady epochs are {_pct(r.value)} faster ({ci}), a real but small saving "
-            f"(below the {min_gain * 100:.0f} % worth enabling for)"
-        )
-        reasons.append(mem_text)
+    if ev.direction == "saving":
         return Verdict(
             "neutral",
             f"Either way: persistence saves a little time ({fmt_seconds(saved)} per epoch).",
-            tuple(reasons),
+            (
+                f"steady epochs are {_pct(r.value)} faster ({ev.interval}), a real but small "
+                f"saving (below the {min_gain * 100:.0f} % worth enabling for)",
+                ev.memory,
+            ),
         )
-    if (r.ci_high < 1.0 or r.ci_low > 1.0) and not significant:
+    if r.ci_high < 1.0 or r.ci_low > 1.0:
         # The interval is on one side but the test has too few epochs to confirm it.
         faster = "faster" if r.ci_high < 1.0 else "slower"
-        reasons.append(
-            f"steady epochs look {_pct(r.value)} {faster} with persistent workers ({ci}), but "
-            "too few steady epochs were measured to be sure: run more --epochs or --trials"
-        )
-        reasons.append(mem_text)
         return Verdict(
             "neutral",
             "Not decided: the difference is not significant with this many epochs.",
-            tuple(reasons),
+            (
+                f"steady epochs look {_pct(r.value)} {faster} with persistent workers "
+                f"({ev.interval}), but too few steady epochs were measured to be sure: "
+                "run more --epochs or --trials",
+                ev.memory,
+            ),
         )
-    reasons.append(f"no significant difference in steady epoch time ({ci})")
+    return _no_difference_verdict(comparison, ev)
+
+
+def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdict:
+    peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
+    reasons = [
+        f"over budget: with persistent workers the process tree peaks at "
+        f"{fmt_bytes(peak)} PSS, above --memory-budget {fmt_bytes(budget)}"
+    ]
+    if ev.direction == "saving":
+        reasons.append(f"it would save {fmt_seconds(ev.saved_s)} per epoch ({ev.interval})")
+    reasons.append(ev.memory)
+    return Verdict(
+        "keep_off",
+        "Keep persistent_workers off: the run does not fit the memory budget with it.",
+        tuple(reasons),
+    )
+
+
+def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
+    extra = comparison.extra_idle_memory_bytes
+    reasons = [
+        f"steady epochs are {_pct(ev.ratio.value)} faster with persistent workers "
+        f"({ev.interval}), saving {fmt_seconds(ev.saved_s)} per epoch"
+    ]
+    if comparison.break_even_epochs is not None:
+        reasons.append(f"it pays for itself from epoch {comparison.break_even_epochs} on")
+    if comparison.saved_s_total is not None:
+        reasons.append(
+            f"over {comparison.train_epochs} epochs that saves about "
+            f"{fmt_seconds(comparison.saved_s_total)}"
+        )
+    reasons.append(ev.memory)
+    return Verdict(
+        "enable",
+        f"Enable persistent_workers: it saves {fmt_seconds(ev.saved_s)} per epoch "
+        f"for {fmt_bytes(extra) if extra is not None else 'an unmeasured amount of'} memory "
+        "held between epochs.",
+        tuple(reasons),
+    )
+
+
+def _no_difference_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
+    extra = comparison.extra_idle_memory_bytes
+    reasons = [f"no significant difference in steady epoch time ({ev.interval})"]
     if comparison.memory_budget_bytes is not None:
         reasons.append(f"within --memory-budget {fmt_bytes(comparison.memory_budget_bytes)}")
-    reasons.append(mem_text)
-    if costs_memory:
+    reasons.append(ev.memory)
+    if extra is not None and extra > 1024**2:
         return Verdict(
             "keep_off",
             f"Keep persistent_workers off: it holds {fmt_bytes(extra)} between epochs "
@@ -402,6 +444,18 @@ def arm_samples(trials: Sequence[TrialResult]) -> dict[str, list[float]]:
     }
 
 
+def ratio_sample_count(name: str, persistent: Sequence[TrialResult]) -> int:
+    """How many of the persistent arm's values stand behind a ratio metric (the
+    numerator of its bootstrap, as `compare` draws it)."""
+    values = {
+        "steady_epoch_ratio": steady_walls,
+        "cold_epoch_ratio": cold_walls,
+        "first_batch_ratio": steady_first_batches,
+        "peak_total_pss_ratio": lambda ts: trial_values(ts, "peak_total_pss_bytes"),
+    }[name]
+    return len(values(persistent))
+
+
 def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
     """Every gateable metric of a report, each with a 95 % interval."""
     out: dict[str, MetricValue] = {}
@@ -414,7 +468,7 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             ("peak_total_pss_ratio", c.peak_total_pss_ratio),
         ):
             if r is not None:
-                n = len(steady_walls(report.arms["persistent"].trials))
+                n = ratio_sample_count(name, report.arms["persistent"].trials)
                 out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n)
     for arm_name, arm in report.arms.items():
         for metric, values in arm_samples(arm.trials).items():
@@ -466,27 +520,6 @@ def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, Metri
             v = nm[name]
             out[name] = MetricValue(v.value / base, v.ci_low / base, v.ci_high / base, v.n)
     return out
-
-
-FINGERPRINT_KEYS = (
-    "python",
-    "torch",
-    "machine",
-    "cpu_model",
-    "cpu_count",
-    "cgroup_memory_limit_bytes",
-    "cgroup_cpu_limit",
-    "start_method",
-)
-
-
-def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    """What differs between two environments in ways that change timings."""
-    diffs = []
-    for key in FINGERPRINT_KEYS:
-        if a.get(key) != b.get(key):
-            diffs.append(f"{key}: {a.get(key)!r} → {b.get(key)!r}")
-    return diffs
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from loaderprof.results import (
     RankSummary,
     Report,
     SlowestRank,
+    TrialResult,
 )
 
 
@@ -33,7 +34,6 @@ from loaderprof.results import (
 class DistContext:
     rank: int
     world_size: int
-    local_rank: int
     host: str
 
 
@@ -49,7 +49,6 @@ def detect(env: Mapping[str, str] | None = None) -> DistContext | None:
     return DistContext(
         rank=int(env["RANK"]),
         world_size=world,
-        local_rank=int(env.get("LOCAL_RANK", env["RANK"])),
         host=socket.gethostname(),
     )
 
@@ -89,23 +88,42 @@ def _median(stat: Any) -> float | None:
     return None if stat is None else float(stat.median)
 
 
-def summarize(reports: Sequence[tuple[int, str, Report]]) -> DistributedSummary:
-    """Per-rank figures, the slowest rank per epoch, and per-node totals."""
-    ranks = []
-    for rank, host, rep in sorted(reports, key=lambda r: r[0]):
-        arms = {}
-        for name, arm in rep.arms.items():
-            s = arm.summary
-            pids = sorted({w.pid for t in arm.trials for w in t.workers})
-            arms[name] = RankArmSummary(
-                steady_epoch_s=_median(s.steady_epoch_s),
-                first_batch_s=_median(s.first_batch_s),
-                peak_worker_uss_bytes=_median(s.peak_worker_uss_bytes),
-                peak_total_pss_bytes=_median(s.peak_total_pss_bytes),
-                idle_workers_uss_bytes=_median(s.idle_workers_uss_bytes),
-                worker_pids=tuple(pids),
-            )
-        ranks.append(RankSummary(rank=rank, host=host, arms=arms))
+def measured_worker_processes(trials: Sequence[TrialResult]) -> int:
+    """The most DataLoader worker processes one rank ran at once, as measured.
+
+    Per trial, the larger of two counts of distinct worker PIDs: the most alive at
+    one sampling tick (`peak_worker_processes`; None when sampling was off), and the
+    most seen in one epoch (those that served a batch or started in it). Persistent
+    workers are the same PIDs every epoch and non-persistent ones are new each
+    epoch, so neither is summed over epochs. The largest over trials; 0 when no
+    trial measured any epoch.
+    """
+    most = 0
+    for t in trials:
+        if not t.epochs:
+            continue
+        per_epoch = (len(set(e.worker_pids) | set(e.new_worker_pids)) for e in t.epochs)
+        most = max(most, t.memory.peak_worker_processes or 0, *per_epoch)
+    return most
+
+
+def _rank_summary(rank: int, host: str, rep: Report) -> RankSummary:
+    arms = {}
+    for name, arm in rep.arms.items():
+        s = arm.summary
+        pids = sorted({w.pid for t in arm.trials for w in t.workers})
+        arms[name] = RankArmSummary(
+            steady_epoch_s=_median(s.steady_epoch_s),
+            first_batch_s=_median(s.first_batch_s),
+            peak_worker_uss_bytes=_median(s.peak_worker_uss_bytes),
+            peak_total_pss_bytes=_median(s.peak_total_pss_bytes),
+            idle_workers_uss_bytes=_median(s.idle_workers_uss_bytes),
+            worker_pids=tuple(pids),
+        )
+    return RankSummary(rank=rank, host=host, arms=arms)
+
+
+def _slowest_ranks(reports: Sequence[tuple[int, str, Report]]) -> list[SlowestRank]:
     slowest: list[SlowestRank] = []
     for name in ("persistent", "non_persistent"):
         walls: dict[int, list[tuple[float, int]]] = defaultdict(list)
@@ -117,30 +135,40 @@ def summarize(reports: Sequence[tuple[int, str, Report]]) -> DistributedSummary:
         for epoch in sorted(walls):
             wall, rank = max(walls[epoch])
             slowest.append(SlowestRank(arm=name, epoch=epoch, rank=rank, wall_s=wall))
-    nodes = []
+    return slowest
+
+
+def _sum_known(values: Sequence[float | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return int(sum(known)) if known else None
+
+
+def _node_summary(host: str, members: Sequence[tuple[int, Report]]) -> NodeSummary:
+    totals = {}
+    for name in ("persistent", "non_persistent"):
+        arms = [r.arms[name] for _, r in members if name in r.arms]
+        totals[name] = NodeArmTotals(
+            worker_processes=sum(measured_worker_processes(a.trials) for a in arms),
+            pss_total_bytes=_sum_known([_median(a.summary.peak_total_pss_bytes) for a in arms]),
+            idle_workers_uss_bytes=_sum_known(
+                [_median(a.summary.idle_workers_uss_bytes) for a in arms]
+            ),
+        )
+    return NodeSummary(host=host, ranks=tuple(sorted(r for r, _ in members)), arms=totals)
+
+
+def summarize(reports: Sequence[tuple[int, str, Report]]) -> DistributedSummary:
+    """Per-rank figures, the slowest rank per epoch, and per-node totals."""
+    ranks = [_rank_summary(*r) for r in sorted(reports, key=lambda r: r[0])]
     by_host: dict[str, list[tuple[int, Report]]] = defaultdict(list)
     for rank, host, rep in reports:
         by_host[host].append((rank, rep))
-    for host, members in sorted(by_host.items()):
-        totals = {}
-        for name in ("persistent", "non_persistent"):
-            pss = [_median(r.arms[name].summary.peak_total_pss_bytes) for _, r in members]
-            idle = [_median(r.arms[name].summary.idle_workers_uss_bytes) for _, r in members]
-            workers = sum(int(r.config["loader"]["num_workers"]) for _, r in members)
-            totals[name] = NodeArmTotals(
-                worker_processes=workers,
-                pss_total_bytes=int(sum(v for v in pss if v is not None))
-                if any(v is not None for v in pss)
-                else None,
-                idle_workers_uss_bytes=int(sum(v for v in idle if v is not None))
-                if any(v is not None for v in idle)
-                else None,
-            )
-        nodes.append(
-            NodeSummary(host=host, ranks=tuple(sorted(r for r, _ in members)), arms=totals)
-        )
+    nodes = [_node_summary(host, members) for host, members in sorted(by_host.items())]
     return DistributedSummary(
-        world_size=len(reports), ranks=tuple(ranks), slowest=tuple(slowest), nodes=tuple(nodes)
+        world_size=len(reports),
+        ranks=tuple(ranks),
+        slowest=tuple(_slowest_ranks(reports)),
+        nodes=tuple(nodes),
     )
 
 

@@ -410,7 +410,8 @@ class SlowestRank:
 
 @dataclass(frozen=True)
 class NodeArmTotals:
-    # DataLoader worker processes the node runs at once (ranks × workers).
+    # Worker processes the node ran at once, measured: per rank the most worker PIDs
+    # alive at once (sampler ticks, epochs), summed over the node's ranks.
     worker_processes: int
     # Sum over the node's ranks of each rank's peak PSS total (trials start
     # together, so the peaks overlap).

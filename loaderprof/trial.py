@@ -17,12 +17,15 @@ import re
 import sys
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loaderprof import events
-from loaderprof.errors import UsageError
+from loaderprof.errors import ExitCode, UsageError
 from loaderprof.probe import CollateProbe, WorkerInitProbe, index_probe
 from loaderprof.spec import ObjectRef, build_dataset, one_line
+
+if TYPE_CHECKING:
+    from loaderprof.config import LoaderOptions, RunConfig
 
 # torch itself gives each worker MP_STATUS_CHECK_INTERVAL (5 s) to join.
 _SHUTDOWN_WAIT_S = 10.0
@@ -55,10 +58,16 @@ class RecordingSampler:
 
 
 class _Plan:
+    """What the parent asks for: where to write events, which arm, the run's config."""
+
     def __init__(self, data: dict[str, Any]) -> None:
+        # Imported here, after `child_start`: part of the imports phase.
+        from loaderprof.config import RunConfig
+
         self.events_path: str = data["events_path"]
         self.persistent: bool = data["persistent"]
-        self.config: dict[str, Any] = data["config"]
+        # `to_dict` stores the effective idle_ms, so `effective_idle_ms` is that value.
+        self.config: RunConfig = RunConfig.from_dict(data["config"])
 
 
 def _accelerator_available() -> bool:
@@ -107,28 +116,27 @@ def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
     return {"kind": "loader_error", "message": message}
 
 
-def run(plan: _Plan) -> None:
-    path = plan.events_path
-    cfg = plan.config
-    lo = cfg["loader"]
-
+def _seeded_torch(path: str, cfg: RunConfig) -> None:
+    """Import torch (the `imported` event ends the imports phase) and seed it."""
     import multiprocessing
 
     import torch
-    from torch.utils.data import DataLoader, IterableDataset
-    from torch.utils.data._utils.collate import default_collate, default_convert
 
     events.emit(
         path,
         "imported",
         torch=torch.__version__,
-        start_method=lo["mp_context"] or multiprocessing.get_start_method(),
+        start_method=cfg.loader.mp_context or multiprocessing.get_start_method(),
         accelerator=_accelerator_available(),
     )
-    seed = int(cfg["seed"])
-    torch.manual_seed(seed)
+    torch.manual_seed(cfg.seed)
 
-    dataset = build_dataset(ObjectRef.parse(cfg["dataset"], what="dataset"), cfg["dataset_args"])
+
+def _build_dataset(path: str, cfg: RunConfig) -> tuple[Any, bool]:
+    """The user's Dataset, and whether it is iterable-style."""
+    from torch.utils.data import IterableDataset
+
+    dataset = build_dataset(ObjectRef.parse(cfg.dataset, what="dataset"), cfg.dataset_args)
     iterable = isinstance(dataset, IterableDataset)
     try:
         length: int | None = len(dataset)
@@ -141,80 +149,110 @@ def run(plan: _Plan) -> None:
         length=length,
         type=f"{type(dataset).__module__}.{type(dataset).__qualname__}",
     )
+    return dataset, iterable
 
-    auto_collation = lo["batch_size"] is not None
+
+def _user_functions(lo: LoaderOptions) -> tuple[Any, Any]:
+    """The collate_fn (the DataLoader's default when none is given) and worker_init_fn."""
+    from torch.utils.data._utils.collate import default_collate, default_convert
+
+    auto_collation = lo.batch_size is not None
     user_collate = (
-        ObjectRef.parse(lo["collate_fn"], what="--collate-fn").resolve()
-        if lo["collate_fn"]
+        ObjectRef.parse(lo.collate_fn, what="--collate-fn").resolve()
+        if lo.collate_fn
         else (default_collate if auto_collation else default_convert)
     )
     user_init = (
-        ObjectRef.parse(lo["worker_init_fn"], what="--worker-init-fn").resolve()
-        if lo["worker_init_fn"]
+        ObjectRef.parse(lo.worker_init_fn, what="--worker-init-fn").resolve()
+        if lo.worker_init_fn
         else None
     )
     for name, fn in (("--collate-fn", user_collate), ("--worker-init-fn", user_init)):
         if fn is not None and not callable(fn):
-            raise UsageError(f"{name} {lo[name[2:].replace('-', '_')]} is not callable")
+            raise UsageError(f"{name} {getattr(lo, name[2:].replace('-', '_'))} is not callable")
+    return user_collate, user_init
 
-    pin_memory = bool(lo["pin_memory"])
-    if pin_memory and not _accelerator_available():
+
+def _pin_memory(path: str, lo: LoaderOptions) -> bool:
+    if lo.pin_memory and not _accelerator_available():
         events.emit(
             path,
             "warning",
             message="--pin-memory asked for, but no accelerator is available: "
             "running with pin_memory=False",
         )
-        pin_memory = False
+        return False
+    return lo.pin_memory
 
+
+def _recording_sampler(dataset: Any, cfg: RunConfig, generator: Any) -> RecordingSampler:
+    """The sampler DataLoader would build itself, wrapped to record the order."""
+    from torch.utils.data import RandomSampler, SequentialSampler
+
+    lo = cfg.loader
+    base: Any
+    if cfg.world_size > 1:
+        from torch.utils.data.distributed import DistributedSampler
+
+        base = DistributedSampler(
+            dataset,
+            num_replicas=cfg.world_size,
+            rank=cfg.rank,
+            shuffle=bool(lo.shuffle),
+            seed=cfg.seed,
+            drop_last=lo.drop_last,
+        )
+    else:
+        base = (
+            RandomSampler(dataset, generator=generator)
+            if lo.shuffle
+            else SequentialSampler(dataset)
+        )
+    return RecordingSampler(base)
+
+
+def _loader_kwargs(
+    path: str, cfg: RunConfig, dataset: Any, iterable: bool, *, persistent: bool
+) -> tuple[dict[str, Any], RecordingSampler | None]:
+    """The DataLoader's keyword arguments (probes wrapped around the user's
+    functions), and the sampler that records the order (map-style datasets)."""
+    import torch
+
+    lo = cfg.loader
+    user_collate, user_init = _user_functions(lo)
+    pin_memory = _pin_memory(path, lo)
     generator = torch.Generator()
-    generator.manual_seed(seed)
+    generator.manual_seed(cfg.seed)
     kwargs: dict[str, Any] = {
-        "batch_size": lo["batch_size"],
-        "num_workers": lo["num_workers"],
+        "batch_size": lo.batch_size,
+        "num_workers": lo.num_workers,
         "collate_fn": CollateProbe(
-            path, user_collate, auto_collation, digests=bool(cfg.get("digests"))
+            path, user_collate, lo.batch_size is not None, digests=cfg.digests
         ),
         "worker_init_fn": WorkerInitProbe(path, user_init),
         "pin_memory": pin_memory,
-        "drop_last": lo["drop_last"],
-        "timeout": lo["timeout"],
-        "persistent_workers": plan.persistent,
+        "drop_last": lo.drop_last,
+        "timeout": lo.timeout,
+        "persistent_workers": persistent,
         "generator": generator,
     }
     recorder: RecordingSampler | None = None
     if iterable:
-        if lo["shuffle"] is not None:
-            kwargs["shuffle"] = lo["shuffle"]  # torch rejects it with a clear message
+        if lo.shuffle is not None:
+            kwargs["shuffle"] = lo.shuffle  # torch rejects it with a clear message
     else:
-        # The sampler DataLoader would build itself, wrapped to record the order.
-        from torch.utils.data import RandomSampler, SequentialSampler
-
-        world = int(cfg.get("world_size", 1))
-        base: Any
-        if world > 1:
-            from torch.utils.data.distributed import DistributedSampler
-
-            base = DistributedSampler(
-                dataset,
-                num_replicas=world,
-                rank=int(cfg.get("rank", 0)),
-                shuffle=bool(lo["shuffle"]),
-                seed=seed,
-                drop_last=bool(lo["drop_last"]),
-            )
-        else:
-            base = (
-                RandomSampler(dataset, generator=generator)
-                if lo["shuffle"]
-                else SequentialSampler(dataset)
-            )
-        recorder = RecordingSampler(base)
+        recorder = _recording_sampler(dataset, cfg, generator)
         kwargs["sampler"] = recorder
-    if lo["prefetch_factor"] is not None:
-        kwargs["prefetch_factor"] = lo["prefetch_factor"]
-    if lo["mp_context"] is not None:
-        kwargs["multiprocessing_context"] = lo["mp_context"]
+    if lo.prefetch_factor is not None:
+        kwargs["prefetch_factor"] = lo.prefetch_factor
+    if lo.mp_context is not None:
+        kwargs["multiprocessing_context"] = lo.mp_context
+    return kwargs, recorder
+
+
+def _build_loader(path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any]) -> Any:
+    from torch.utils.data import DataLoader
+
     # NOTE [memory window]: every memory figure covers the loader's life, from
     # here to `loader_closed`; what the process holds now is the set-up baseline.
     events.emit(path, "loader_building")
@@ -225,34 +263,21 @@ def run(plan: _Plan) -> None:
     except (ValueError, TypeError) as exc:
         raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
     events.emit(path, "loader_built")
+    return loader
 
-    step_s = float(cfg["step_ms"]) / 1000
-    idle_s = float(cfg["idle_ms"]) / 1000
+
+def _run_epochs(path: str, cfg: RunConfig, loader: Any, recorder: RecordingSampler | None) -> Any:
+    """Every epoch, each followed by the idle pause; returns the last epoch's
+    iterator, which the caller drops when it closes the loader."""
+    step_s = float(cfg.step_ms) / 1000
+    idle_s = float(cfg.effective_idle_ms) / 1000
     it: Any = None
-    for epoch in range(1, int(cfg["epochs"]) + 1):
+    for epoch in range(1, cfg.epochs + 1):
         if recorder is not None and hasattr(recorder.inner, "set_epoch"):
             recorder.inner.set_epoch(epoch)  # as a distributed training loop does
         events.emit(path, "epoch_start", epoch=epoch)
-        batches = 0
-        # An explicit iterator (what `for batch in loader` makes) so that after a
-        # failure the workers' exit codes can still be read.
         it = None
-        try:
-            it = iter(loader)
-            for _batch in it:
-                if batches == 0:
-                    events.emit(path, "first_batch", epoch=epoch)
-                batches += 1
-                if step_s:
-                    time.sleep(step_s)
-        except Exception as exc:
-            info = _classify_worker_error(exc)
-            workers = getattr(it, "_workers", None) or []
-            info["exitcodes"] = {str(w.pid): w.exitcode for w in workers if w.exitcode}
-            events.emit(
-                path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
-            )
-            raise SystemExit(3) from None
+        it, batches = _run_epoch(path, loader, epoch, step_s)
         events.emit(
             path,
             "epoch_end",
@@ -264,6 +289,42 @@ def run(plan: _Plan) -> None:
             events.emit(path, "idle_start", epoch=epoch)
             time.sleep(idle_s)
             events.emit(path, "idle_end", epoch=epoch)
+    return it
+
+
+def _run_epoch(path: str, loader: Any, epoch: int, step_s: float) -> tuple[Any, int]:
+    """One pass over the loader: its iterator and the batch count. A failure is
+    reported as an `error` event and ends the trial (exit 3)."""
+    batches = 0
+    # An explicit iterator (what `for batch in loader` makes) so that after a
+    # failure the workers' exit codes can still be read.
+    it: Any = None
+    try:
+        it = iter(loader)
+        for _batch in it:
+            if batches == 0:
+                events.emit(path, "first_batch", epoch=epoch)
+            batches += 1
+            if step_s:
+                time.sleep(step_s)
+    except Exception as exc:
+        info = _classify_worker_error(exc)
+        workers = getattr(it, "_workers", None) or []
+        info["exitcodes"] = {str(w.pid): w.exitcode for w in workers if w.exitcode}
+        events.emit(
+            path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
+        )
+        raise SystemExit(ExitCode.RUN_FAILED) from None
+    return it, batches
+
+
+def run(plan: _Plan) -> None:
+    path, cfg = plan.events_path, plan.config
+    _seeded_torch(path, cfg)
+    dataset, iterable = _build_dataset(path, cfg)
+    kwargs, recorder = _loader_kwargs(path, cfg, dataset, iterable, persistent=plan.persistent)
+    loader = _build_loader(path, dataset, iterable, kwargs)
+    it = _run_epochs(path, cfg, loader, recorder)
     events.emit(path, "loader_closing")
     # Dropping the last references runs the iterator's shutdown, which joins
     # persistent workers; cycles are collected so no worker outlives this.
@@ -292,46 +353,47 @@ def _wait_for_workers(timeout_s: float) -> int:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     with open(args[0], encoding="utf-8") as f:
-        plan = _Plan(json.load(f))
-    events.emit(plan.events_path, "child_start")
+        data = json.load(f)
+    events_path: str = data["events_path"]
+    events.emit(events_path, "child_start")
     try:
-        run(plan)
+        run(_Plan(data))
     except UsageError as exc:
         events.emit(
-            plan.events_path,
+            events_path,
             "error",
             category="usage",
             kind="usage",
             message=exc.message,
             detail=exc.detail or traceback.format_exc(),
         )
-        _exit_now(2)
+        _exit_now(ExitCode.USAGE)
     except SystemExit as exc:
-        _exit_now(exc.code if isinstance(exc.code, int) else 3)
+        _exit_now(exc.code if isinstance(exc.code, int) else ExitCode.RUN_FAILED)
     except BaseException as exc:
         events.emit(
-            plan.events_path,
+            events_path,
             "error",
             category="run",
             kind="internal",
             message=one_line(exc),
             detail=traceback.format_exc(),
         )
-        _exit_now(3)
-    events.emit(plan.events_path, "trial_end")
+        _exit_now(ExitCode.RUN_FAILED)
+    events.emit(events_path, "trial_end")
     # NOTE [no teardown]: the loader is closed and every event is written, so
     # end here. Interpreter teardown (module finalizers, atexit handlers, the
     # allocator returning memory) is not part of the user's training and would
     # only lengthen the trial; the parent's process-group kill cleans up the
     # rest (forkserver, resource tracker).
-    _exit_now(0)
+    _exit_now(ExitCode.OK)
 
 
 def _exit_now(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    os._exit(code)
+    os._exit(int(code))
 
 
 if __name__ == "__main__":

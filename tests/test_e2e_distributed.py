@@ -74,7 +74,10 @@ def test_two_ranks_under_torchrun(tmp_path: Path) -> None:
     for arm in ("persistent", "non_persistent"):
         total = node["arms"][arm]["pss_total_bytes"]
         assert total == int(sum(ranks[r]["arms"][arm]["peak_total_pss_bytes"] for r in (0, 1)))
+        # Measured: the workers alive at once, 2 per rank (not the 3 × 2 distinct
+        # PIDs a non-persistent rank starts over its epochs).
         assert node["arms"][arm]["worker_processes"] == 4
+    assert all(len(ranks[r]["arms"]["non_persistent"]["worker_pids"]) == 6 for r in (0, 1))
     idle = node["arms"]["persistent"]["idle_workers_uss_bytes"]
     assert idle == int(
         sum(ranks[r]["arms"]["persistent"]["idle_workers_uss_bytes"] for r in (0, 1))
@@ -89,4 +92,7 @@ def test_two_ranks_under_torchrun(tmp_path: Path) -> None:
     assert all(
         e["samples"] == 32 for t in report["arms"]["persistent"]["trials"] for e in t["epochs"]
     )
-    assert any("on node" in r for r in report["verdict"]["reasons"])
+    assert any(
+        "on node" in r and "2 ranks run 4 worker processes" in r
+        for r in report["verdict"]["reasons"]
+    )

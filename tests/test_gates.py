@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from loaderprof import analysis
 from loaderprof.config import RunConfig
+from loaderprof.environment import fingerprint_differences
 from loaderprof.errors import UsageError
 from loaderprof.gates import MetricValue, evaluate, judge, overall, parse_gate
 from loaderprof.report.csv_report import to_frame
@@ -128,7 +129,7 @@ def test_evaluate_absolute_and_relative() -> None:
 def test_fingerprint_differences() -> None:
     a = {"python": "3.11", "torch": "2.1", "cpu_count": 2}
     b = {"python": "3.11", "torch": "2.2", "cpu_count": 8}
-    diffs = analysis.fingerprint_differences(a, b)
+    diffs = fingerprint_differences(a, b)
     assert any("torch" in d for d in diffs) and any("cpu_count" in d for d in diffs)
     assert not any("python" in d for d in diffs)
 
@@ -182,7 +183,7 @@ def test_exporters_render_a_report() -> None:
 
 
 def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
-    from loaderprof.cli import _load_gates
+    from loaderprof.api import load_gates
     from loaderprof.config import load_config_file
 
     f = tmp_path / "pyproject.toml"
@@ -191,7 +192,7 @@ def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
         'steady_epoch_ratio = "<=0.95"\npeak_worker_uss = ["<=2GiB", "+10%"]\n'
     )
     values = load_config_file(f)
-    gates = _load_gates(None, f, values.get("gates"))
+    gates = load_gates(None, f, values.get("gates"))
     # Read once through --config and once through --gates: both sources count.
     assert [str(g) for g in gates[:3]] == [
         "steady_epoch_ratio:<=0.95",
@@ -201,4 +202,4 @@ def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
     bad = tmp_path / "g.toml"
     bad.write_text("[gates]\nsteady_epoch_ratio = 0.95\n")
     with pytest.raises(UsageError, match="must be a string"):
-        _load_gates(None, bad, None)
+        load_gates(None, bad, None)
