@@ -278,10 +278,10 @@ def _shutdown_peak(
     if not closing:
         return None
     lo = closing[0]["t"]
-    return max(
-        (sum(s.pss or 0 for s in g) for g in _deep_ticks(s for s in inside if s.t_ns >= lo)),
-        default=None,
-    )
+    ticks = _deep_ticks(s for s in inside if s.t_ns >= lo)
+    if any(s.pss is None for g in ticks for s in g):
+        return None
+    return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)
 
 
 def _wall_parts(
@@ -412,8 +412,14 @@ def _memory(
         ticks[s.tick].append(s)
     deep = _deep_ticks(samples)
 
-    def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int:
-        return sum(getattr(s, attr) or 0 for s in group if only is None or s.pid in only)
+    def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int | None:
+        # None when a process's figure was not measured (psutil without PSS): a
+        # missing figure is not 0 B.
+        values = [getattr(s, attr) for s in group if only is None or s.pid in only]
+        return None if any(v is None for v in values) else sum(values)
+
+    def peak(values: Iterable[int | None]) -> int | None:
+        return _peak(values) if all(v is not None for v in values) else None
 
     worker_peaks = [
         p
@@ -426,12 +432,16 @@ def _memory(
         in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
         if not in_window:
             continue
-        idle_uss.append(max(total(g, "uss", worker_pids) for g in in_window))
-        idle_pss.append(max(total(g, "pss", worker_pids) for g in in_window))
+        uss = peak([total(g, "uss", worker_pids) for g in in_window])
+        pss = peak([total(g, "pss", worker_pids) for g in in_window])
+        if uss is not None:
+            idle_uss.append(uss)
+        if pss is not None:
+            idle_pss.append(pss)
     main = per_pid.get(main_pid, [])
     return TrialMemory(
-        peak_total_pss_bytes=max((total(g, "pss") for g in deep), default=None),
-        peak_workers_uss_bytes=max((total(g, "uss", worker_pids) for g in deep), default=None),
+        peak_total_pss_bytes=peak([total(g, "pss") for g in deep]),
+        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in deep]),
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,

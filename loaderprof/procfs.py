@@ -4,6 +4,9 @@ One sample of one process is one read of /proc/PID/smaps_rollup, which gives
 RSS, PSS and the private (USS) pages together; psutil's memory_full_info()
 reads the same file plus statm and parses more. Children are found through
 /proc/PID/task/TID/children instead of scanning every process on the machine.
+
+Without smaps_rollup, memory() asks psutil, which on some platforms measures no
+PSS: there `Mem.pss` is None (not measured), never a stand-in such as the USS.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ _HAS_ROLLUP = os.path.exists(f"/proc/{os.getpid()}/smaps_rollup")
 class Mem:
     rss: int
     uss: int
-    pss: int
+    # None where the platform gives no PSS (see memory_psutil).
+    pss: int | None
 
 
 def children(pid: int) -> list[int]:
@@ -57,14 +61,23 @@ def tree(root: int) -> list[int]:
     return seen
 
 
+def memory_psutil(pid: int) -> Mem | None:
+    """The fallback without /proc/PID/smaps_rollup: psutil's figures, with PSS
+    None where psutil does not measure it (macOS, Windows, ...). Reporting the
+    USS in its place would understate the shared pages a process holds."""
+    try:
+        m = psutil.Process(pid).memory_full_info()
+    except psutil.Error:
+        return None
+    pss = getattr(m, "pss", None)
+    return Mem(int(m.rss), int(m.uss), None if pss is None else int(pss))
+
+
 def memory(pid: int) -> Mem | None:
-    """RSS, USS and PSS of `pid` in bytes; None if it is gone or a zombie."""
+    """RSS, USS and PSS of `pid` in bytes; None if it is gone or a zombie.
+    PSS may be None when psutil is the fallback (see memory_psutil)."""
     if not _HAS_ROLLUP:
-        try:
-            m = psutil.Process(pid).memory_full_info()
-        except psutil.Error:
-            return None
-        return Mem(m.rss, m.uss, getattr(m, "pss", m.uss))
+        return memory_psutil(pid)
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
             data = f.read()

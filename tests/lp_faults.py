@@ -53,6 +53,33 @@ class FailsInEpoch2(_Base):
         return torch.tensor([index])
 
 
+class FailsFromNthRead(_Base):
+    """Raises ValueError from the `fail_from`-th read of index `at` on, counted over
+    the whole run in the file `counter` (one byte appended per read).
+
+    Each epoch reads every index exactly once (no shuffle), so with `--epochs E`
+    and `fail_from = k * E + 2` the first k trials complete and trial k + 1 fails
+    in its epoch 2, after its epoch 1 was measured. A file, unlike a counter in
+    memory, is shared by the trial processes and every (forked) worker.
+    """
+
+    def __init__(self, n: int = 64, at: int = 5, counter: str = "", fail_from: int = 2) -> None:
+        super().__init__(n, at)
+        self.counter, self.fail_from = counter, fail_from
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index == self.at:
+            fd = os.open(self.counter, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, b"r")
+                reads = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+            if reads >= self.fail_from:
+                raise ValueError(f"bad sample {index}")
+        return torch.tensor([index])
+
+
 class Slow(_Base):
     def __getitem__(self, index: int) -> torch.Tensor:
         time.sleep(0.01)

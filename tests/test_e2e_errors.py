@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, run_cli
+from conftest import DATA, TESTS, load, run_cli
 
 pytestmark = pytest.mark.e2e
+FAULTS = str(TESTS / "lp_faults.py")
 
 
 def _one_error_line(stderr: str) -> str:
@@ -70,11 +71,20 @@ def test_bad_config_key_exit_2(tmp_path: Path) -> None:
 
 def test_exception_in_worker_exit_3_keeps_nothing_running(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
+    counter = tmp_path / "reads"
+    # Index 40 is read once per epoch: reads 1-2 are the first trial's two epochs,
+    # read 3 the second trial's epoch 1, and read 4 (its epoch 2) raises.
     run = run_cli(
         "compare",
-        f"{DATA}:FailingDataset",
+        f"{FAULTS}:FailsFromNthRead",
         "--arg",
-        "bad_index=40",
+        "at=40",
+        "--arg",
+        f"counter={counter}",
+        "--arg",
+        "fail_from=4",
+        "--trials",
+        "2",
         "--epochs",
         "2",
         "--batch-size",
@@ -84,10 +94,27 @@ def test_exception_in_worker_exit_3_keeps_nothing_running(tmp_path: Path) -> Non
     )
     assert run.returncode == 3, run.stderr
     line = _one_error_line(run.stderr)
-    assert "DataLoader worker 1 raised ValueError: bad sample 40" in line
-    assert "(epoch 1)" in line
+    # Index 40 is in batch 5 (batch size 8), which goes to worker 1 of 2.
+    assert "DataLoader worker 1 raised ValueError: bad sample 40 at index 40" in line
+    assert "(epoch 2)" in line
+    # The run stopped at the failing trial: no third trial read index 40 again.
+    assert counter.read_bytes() == b"rrrr"
     # The epochs measured before the failure are kept, marked incomplete.
-    assert not out.exists() or '"complete": false' in out.read_text()
+    report = load(out)
+    assert report["complete"] is False
+    trials = [t for arm in report["arms"].values() for t in arm["trials"]]
+    assert len(trials) == 2
+    (done,) = [t for t in trials if t["complete"]]
+    (failed,) = [t for t in trials if not t["complete"]]
+    assert done["arm"] != failed["arm"]  # the first pair runs one trial of each arm
+    assert done["error"] is None
+    assert [e["epoch"] for e in done["epochs"]] == [1, 2]
+    assert all(e["samples"] == 64 and e["batches"] == 8 for e in done["epochs"])
+    assert [e["epoch"] for e in failed["epochs"]] == [1]
+    assert failed["epochs"][0]["samples"] == 64
+    assert failed["error"]["epoch"] == 2
+    assert failed["error"]["worker_id"] == 1
+    assert "bad sample 40" in failed["error"]["message"]
 
 
 def test_debug_shows_the_traceback() -> None:

@@ -21,11 +21,13 @@ from loaderprof.report.trace import to_trace
 from loaderprof.results import Report, from_dict
 
 
+# Tests of the real report from `lazy_report` (a CLI run) are e2e; the rest are pure.
 @pytest.fixture(scope="module")
 def report(lazy_report: tuple[Run, dict[str, Any]]) -> Report:
     return from_dict(Report, lazy_report[1])
 
 
+@pytest.mark.e2e
 def test_trace_events_are_valid(report: Report) -> None:
     trace = json.loads(json.dumps(to_trace(report)))
     events = trace["traceEvents"]
@@ -77,6 +79,7 @@ def _png(path: Path) -> bool:
     return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.e2e
 def test_plot_renders_full_failed_and_unsampled(report: Report, tmp_path: Path) -> None:
     plot_mod.render(report, tmp_path / "full.png")
     assert _png(tmp_path / "full.png")
@@ -113,6 +116,7 @@ def test_plot_without_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyP
         plot_mod.require_matplotlib()
 
 
+@pytest.mark.e2e
 def test_terminal_lifelines(report: Report) -> None:
     rows = lifeline_rows(report)
     persistent = [r for r in rows if r[0] == "persistent"]
@@ -150,6 +154,7 @@ def test_probes_return_the_users_results_untouched(tmp_path: Path) -> None:
     assert inner.handle == "opened in worker_init_fn"
 
 
+@pytest.mark.e2e
 def test_cli_plot_and_trace(lazy_report: tuple[Run, dict[str, Any]], tmp_path: Path) -> None:
     src = tmp_path / "r.json"
     src.write_text(json.dumps(lazy_report[1]))

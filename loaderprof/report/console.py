@@ -59,14 +59,6 @@ def summary_table(report: Report) -> Table:
     return t
 
 
-def _pids(pids: tuple[int, ...]) -> str:
-    if not pids:
-        return "–"
-    if len(pids) <= 4:
-        return " ".join(map(str, pids))
-    return f"{' '.join(map(str, pids[:3]))} …+{len(pids) - 3}"
-
-
 def epochs_table(report: Report) -> Table:
     t = Table(
         title="Epoch wall times (first trial per arm; * = worker started that epoch)",
