@@ -17,6 +17,7 @@ from typing import Any
 
 from loaderprof.results import (
     BatchSpan,
+    DatasetState,
     EpochResult,
     ProcessTimeline,
     Setup,
@@ -120,6 +121,7 @@ def assemble_trial(
             for b in by_kind["batch"]
         ),
         wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
+        dataset_states=_dataset_states(by_kind),
     )
 
 
@@ -244,6 +246,21 @@ def _workers(
             )
         )
     return tuple(workers)
+
+
+def _dataset_states(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> tuple[DatasetState, ...]:
+    return tuple(
+        DatasetState(
+            epoch=int(ev["epoch"]),
+            role="main" if kind == "main_state" else "worker",
+            pid=int(ev["pid"]),
+            worker_id=ev.get("worker_id"),
+            values=dict(ev.get("values") or {}),
+            skipped=tuple(ev.get("skipped") or ()),
+        )
+        for kind in ("main_state", "worker_state")
+        for ev in by_kind.get(kind, [])
+    )
 
 
 def _memory_window(

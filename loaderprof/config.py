@@ -69,6 +69,11 @@ class RunConfig:
     # Content digest of every sample (`loaderprof check`): finds duplicates and
     # RNG carried in workers, at a cost in epoch time.
     digests: bool = False
+    # NOTE [epoch protocol]: before each epoch the trial calls set_epoch(epoch)
+    # (from 0) on the sampler and the Dataset where they define it, as Lightning
+    # and the HF Trainer do, then the user's hook FN(loader, epoch).
+    set_epoch: bool = True
+    epoch_hook: str | None = None
     # Under torchrun: this rank and the world size (each rank loads its shard
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
@@ -123,8 +128,8 @@ _FLOAT_KEYS = {
     "trial_timeout_s",
     "min_gain",
 }
-_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests"}
-_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn"}
+_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests", "set_epoch"}
+_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook"}
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -274,6 +279,8 @@ def validate(cfg: RunConfig) -> None:
     for what, ref in (("collate_fn", lo.collate_fn), ("worker_init_fn", lo.worker_init_fn)):
         if ref is not None:
             ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
+    if cfg.epoch_hook is not None:
+        ObjectRef.parse(cfg.epoch_hook, what="--epoch-hook")
     if cfg.epochs < 2:
         raise UsageError(
             f"--epochs {cfg.epochs}: need at least 2, since epoch 1 is cold in both arms and "

@@ -9,11 +9,13 @@ use).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from loaderprof.results import ArmResult, Finding, Report, TrialResult, WorkerResult, WorkerState
+from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
 
 MiB = 1024 * 1024
@@ -218,31 +220,39 @@ def check_order(report: Report) -> list[Finding]:
     return out
 
 
-def check_content(report: Report) -> list[Finding]:
-    """With digests: the arms must see the same samples in each epoch."""
+def content_differs_from(report: Report) -> tuple[int | None, list[int], bool]:
+    """With digests, the first trial of each arm epoch by epoch: (the first epoch the
+    arms see different samples, every such epoch, whether epoch 1 agreed)."""
     p, n = report.arms["persistent"], report.arms["non_persistent"]
     if not p.trials or not n.trials:
-        return []
-    pe, ne = p.trials[0].epochs, n.trials[0].epochs
+        return None, [], False
     pairs = [
         (a, b)
-        for a, b in zip(pe, ne, strict=False)
+        for a, b in zip(p.trials[0].epochs, n.trials[0].epochs, strict=False)
         if a.content_digest is not None and b.content_digest is not None
     ]
-    if not pairs:
-        return []
     differs = [a.epoch for a, b in pairs if a.content_digest != b.content_digest]
     if not differs:
+        return None, [], False
+    return differs[0], differs, pairs[0][0].content_digest == pairs[0][1].content_digest
+
+
+def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Finding]:
+    """With digests: the arms must see the same samples in each epoch. A difference
+    that a state finding explains is told there (see `find`), not twice."""
+    first, differs, agreed_first = content_differs_from(report)
+    if first is None or explained:
         return []
-    if pairs[0][0].content_digest == pairs[0][1].content_digest:
+    if agreed_first:
         return [
             Finding(
                 id="rng-carried-in-workers",
                 severity="warning",
                 arm=None,
-                title=f"persistence changes what the model sees: the arms agree in epoch 1 but "
-                f"see different samples in epochs {', '.join(map(str, differs))}",
-                evidence={"epochs_differing": differs},
+                title=f"persistence changes what the model sees from epoch {first}: the arms "
+                f"agree in epoch 1 but see different samples in epochs "
+                f"{', '.join(map(str, differs))}",
+                evidence={"epochs_differing": differs, "from_epoch": first},
                 fix="random augmentations in persistent workers continue one RNG stream instead "
                 "of being reseeded each epoch; seed them from the epoch (e.g. in __getitem__ "
                 "from index and epoch) if runs must be reproducible across settings",
@@ -373,7 +383,6 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_memory_growth,
     check_copy_on_read,
     check_order,
-    check_content,
     check_environment,
 )
 
@@ -381,9 +390,17 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
 def find(report: Report) -> tuple[Finding, ...]:
     if not any(t.epochs for arm in report.arms.values() for t in arm.trials):
         return ()
-    out: list[Finding] = []
+    state = check_state(report)
+    first, differs, _ = content_differs_from(report)
+    if first is not None:
+        # NOTE [stale worker state]: the content digests are the evidence that the
+        # state finding changed what the model sees.
+        note = {"content_differs_from_epoch": first, "epochs_differing": differs}
+        state = [dataclasses.replace(f, evidence={**f.evidence, **note}) for f in state]
+    out: list[Finding] = [*state]
     for check in CHECKS:
         out.extend(check(report))
+    out.extend(check_content(report, explained=state))
     return tuple(out)
 
 

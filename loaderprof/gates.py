@@ -19,6 +19,9 @@ Metric names: the comparison ratios (`steady_epoch_ratio`, `cold_epoch_ratio`,
 `steady_samples_per_s`, `peak_worker_uss`, `peak_total_pss`,
 `idle_workers_uss`, `peak_main_pss`), which mean the persistent arm unless
 prefixed `non_persistent.` (or `persistent.`).
+
+`finding:ID` (e.g. `finding:stale-worker-state`) fails when a lifecycle check
+reported that finding.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loaderprof.errors import UsageError
-from loaderprof.results import GateResult, GateStatus, MetricValue, Report
+from loaderprof.results import FINDING_IDS, GateResult, GateStatus, MetricValue, Report
 from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (
@@ -52,7 +55,9 @@ RATE_METRICS = ("steady_samples_per_s", "node_worker_processes")
 ARM_METRICS = TIME_METRICS + BYTE_METRICS + RATE_METRICS
 ARM_PREFIXES = ("persistent", "non_persistent")
 
-Kind = Literal["ratio", "time", "bytes", "rate"]
+Kind = Literal["ratio", "time", "bytes", "rate", "count"]
+# `finding:ID` (a lifecycle finding that must be absent) is a count with limit 0.
+FINDING = "finding:"
 
 _ABS = re.compile(r"^\s*(<=|<|>=|>)\s*(.+?)\s*$")
 _REL = re.compile(r"^\s*([+-])\s*([0-9]*\.?[0-9]+)\s*%\s*$")
@@ -77,6 +82,8 @@ class Gate:
 
 
 def metric_kind(metric: str) -> Kind:
+    if metric.startswith(FINDING):
+        return "count"
     base = metric.split(".", 1)[-1]
     if base in RATIO_METRICS:
         return "ratio"
@@ -142,8 +149,28 @@ def parse_gate(text: str) -> Gate:
     return make_gate(metric_text, expr, source=text)
 
 
+def _finding_gate(finding_id: str, shown: str) -> Gate:
+    finding_id = finding_id.strip()
+    if finding_id not in FINDING_IDS:
+        import difflib
+
+        close = difflib.get_close_matches(finding_id, FINDING_IDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(
+            f"bad gate {shown!r}: unknown finding {finding_id!r}{hint}; "
+            f"known: {', '.join(FINDING_IDS)}"
+        )
+    return Gate(f"{FINDING}{finding_id}", "absent", "abs", "<=", 0.0)
+
+
 def make_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
     shown = source or f"{metric_text}:{expr}"
+    if metric_text.strip() == FINDING.rstrip(":"):
+        return _finding_gate(expr, shown)
+    if metric_text.strip().startswith(FINDING):
+        if expr.strip() not in ("absent", "<=0"):
+            raise UsageError(f'bad gate {shown!r}: a finding gate\'s limit is "absent"')
+        return _finding_gate(metric_text.strip()[len(FINDING) :], shown)
     metric = normalize_metric(metric_text)
     kind = metric_kind(metric)
     rel = _REL.match(expr)
@@ -209,6 +236,8 @@ def format_result(g: GateResult) -> tuple[str, str]:
 
 
 def _fmt(kind: Kind, v: float, mode: str) -> str:
+    if kind == "count":
+        return f"{v:.0f}"
     if mode == "rel" or kind == "ratio":
         return f"{v:.3f}"
     if kind == "bytes":
@@ -300,6 +329,10 @@ def evaluate(
     from loaderprof.analysis import relative_metrics, report_metrics
 
     metrics = report_metrics(report, seed)
+    for g in gates:
+        if g.metric.startswith(FINDING):
+            count = float(sum(1 for f in report.findings if f.id == g.metric[len(FINDING) :]))
+            metrics[g.metric] = MetricValue(count, count, count, 1)
     base = report_metrics(baseline, seed) if baseline is not None else {}
     rel = relative_metrics(report, baseline, seed) if baseline is not None else {}
     results = tuple(

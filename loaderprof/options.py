@@ -122,6 +122,18 @@ class RunOptions:
         help="Simulated training step per batch in the main process, ms (default: 0).",
         panel=LOADER,
     )
+    set_epoch: bool | None = opt(
+        "--set-epoch/--no-set-epoch",
+        help="Call set_epoch(epoch) (from 0) on the sampler and the Dataset before each epoch "
+        "where they define it, as training loops do (default: on).",
+        panel=LOADER,
+    )
+    epoch_hook: str | None = opt(
+        "--epoch-hook",
+        help="Your per-epoch change as module:FN, called FN(loader, epoch) in the main process "
+        "before each epoch (switching an augmentation, a curriculum step).",
+        panel=LOADER,
+    )
     sample_interval: float | None = opt(
         "--sample-interval",
         help="Memory sampling interval in ms; 0 turns sampling off (default: 50).",

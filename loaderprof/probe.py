@@ -18,6 +18,8 @@ from loaderprof.clock import process_start_ns
 
 # The worker id of this process, set by the init probe (None outside workers).
 _worker_id: int | None = None
+# The last epoch whose Dataset state this worker reported (see report_state).
+_state_epoch: int | None = None
 # When the batch being built started fetching (its first __getitem__), set by
 # IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
@@ -50,6 +52,31 @@ class WorkerInitProbe:
         if self.user_fn is not None:
             self.user_fn(worker_id)
         events.emit(self.events_path, "worker_ready", worker_id=worker_id)
+
+
+def report_state(events_path: str, counter: Any, dataset: Any) -> None:
+    """NOTE [stale worker state]: at its first fetch of each epoch a worker
+    fingerprints its own copy of the Dataset. The main process writes the epoch
+    into `counter` (shared memory) before each epoch, so a persistent worker,
+    which the loader never rebuilds, still learns that a new epoch began."""
+    global _state_epoch
+    if counter is None or _worker_id is None:
+        return
+    epoch = int(counter.value)
+    if epoch == _state_epoch or epoch < 1:
+        return
+    _state_epoch = epoch
+    from loaderprof.fingerprint import fingerprint, unwrap
+
+    values, skipped = fingerprint(unwrap(dataset))
+    events.emit(
+        events_path,
+        "worker_state",
+        worker_id=_worker_id,
+        epoch=epoch,
+        values=values,
+        skipped=skipped,
+    )
 
 
 def nbytes(obj: Any) -> int:
@@ -114,12 +141,15 @@ class CollateProbe:
         inner: Callable[[Any], Any],
         auto_collation: bool,
         digests: bool = False,
+        epoch_counter: Any = None,
     ) -> None:
         self.events_path = events_path
         self.inner = inner
         self.auto_collation = auto_collation
         # Content digests of every sample (`loaderprof check`): costs time.
         self.digests = digests
+        # Set for IterableDatasets only, whose fetches no index probe sees.
+        self.epoch_counter = epoch_counter
 
     def __call__(self, data: Any) -> Any:
         import time
@@ -127,6 +157,12 @@ class CollateProbe:
         global _fetch_started
         start = time.monotonic_ns()
         fetch, _fetch_started = _fetch_started, None
+        if self.epoch_counter is not None:
+            from torch.utils.data import get_worker_info
+
+            info = get_worker_info()
+            if info is not None:
+                report_state(self.events_path, self.epoch_counter, info.dataset)
         out = self.inner(data)
         n = len(data) if self.auto_collation else 1
         fields: dict[str, Any] = {
@@ -144,7 +180,7 @@ class CollateProbe:
         return out
 
 
-_OWN = ("inner", "events_path")
+_OWN = ("inner", "events_path", "epoch_counter")
 
 
 def _mark_fetch() -> None:
@@ -162,15 +198,20 @@ class IndexProbe:
     worker_init_fn that sets `get_worker_info().dataset.x` still reaches it.
     """
 
-    def __init__(self, inner: Any, events_path: str) -> None:
+    # How loaderprof.fingerprint.unwrap finds the user's Dataset.
+    __loaderprof_inner__ = "inner"
+
+    def __init__(self, inner: Any, events_path: str, epoch_counter: Any = None) -> None:
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "events_path", events_path)
+        object.__setattr__(self, "epoch_counter", epoch_counter)
 
     def __len__(self) -> int:
         return len(self.inner)
 
     def __getitem__(self, index: Any) -> Any:
         _mark_fetch()
+        report_state(self.events_path, self.epoch_counter, self)
         try:
             return self.inner[index]
         except Exception as exc:
@@ -199,7 +240,11 @@ class IndexProbe:
             setattr(self.inner, name, value)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"inner": self.inner, "events_path": self.events_path}
+        return {
+            "inner": self.inner,
+            "events_path": self.events_path,
+            "epoch_counter": self.epoch_counter,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
@@ -211,6 +256,7 @@ class BatchedIndexProbe(IndexProbe):
 
     def __getitems__(self, indices: Any) -> Any:
         _mark_fetch()
+        report_state(self.events_path, self.epoch_counter, self)
         try:
             return self.inner.__getitems__(indices)
         except Exception as exc:
@@ -218,6 +264,6 @@ class BatchedIndexProbe(IndexProbe):
             raise
 
 
-def index_probe(dataset: Any, events_path: str) -> IndexProbe:
+def index_probe(dataset: Any, events_path: str, epoch_counter: Any = None) -> IndexProbe:
     cls = BatchedIndexProbe if hasattr(dataset, "__getitems__") else IndexProbe
-    return cls(dataset, events_path)
+    return cls(dataset, events_path, epoch_counter)

@@ -226,6 +226,20 @@ class WallParts:
 
 
 @dataclass(frozen=True)
+class DatasetState:
+    """The Dataset's instance state as one process saw it at an epoch's start
+    (NOTE [stale worker state]): attribute -> a short repr or a content digest."""
+
+    epoch: int
+    role: Literal["main", "worker"]
+    pid: int
+    worker_id: int | None
+    values: Mapping[str, str]
+    # Attributes that could not be read or pickled, named and left out.
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SamplerStats:
     """The parent-side sampler's own work during a trial."""
 
@@ -263,6 +277,7 @@ class TrialResult:
     wall_parts: WallParts | None = None
     # None when sampling was off.
     sampler: SamplerStats | None = None
+    dataset_states: tuple[DatasetState, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -341,6 +356,8 @@ class Verdict:
     recommendation: Recommendation
     headline: str
     reasons: tuple[str, ...]
+    # Finding ids the verdict weighed (persistence changing what the model sees).
+    depends_on: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -367,6 +384,28 @@ class GateResult:
     mode: str
     message: str
     baseline: float | None = None
+
+
+# Every finding id a check can report (gates may name one: `finding:ID`).
+FINDING_IDS = (
+    "stale-worker-state",
+    "repeated-randomness",
+    "rng-carried-in-workers",
+    "content-not-reproducible",
+    "leaked-files",
+    "leaked-inet",
+    "leaked-threads",
+    "leaked-children",
+    "state-carried",
+    "memory-grows-every-epoch",
+    "copy-on-read",
+    "order-repeats",
+    "order-differs-between-arms",
+    "iterable-duplicates",
+    "iterable-length",
+    "shm-near-limit",
+    "cgroup-memory-near-limit",
+)
 
 
 @dataclass(frozen=True)

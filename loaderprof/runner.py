@@ -64,7 +64,7 @@ def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
     travel through the environment.
     """
     entries = [cwd]
-    refs = [cfg.dataset, cfg.loader.collate_fn, cfg.loader.worker_init_fn]
+    refs = [cfg.dataset, cfg.loader.collate_fn, cfg.loader.worker_init_fn, cfg.epoch_hook]
     for text in refs:
         if text:
             ref = ObjectRef.parse(text)

@@ -107,8 +107,10 @@ def build_report(
         extras=extras,
     )
     from loaderprof.findings import find
+    from loaderprof.state_findings import weigh
 
-    return dataclasses.replace(report, findings=find(report))
+    findings = find(report)
+    return dataclasses.replace(report, findings=findings, verdict=weigh(report.verdict, findings))
 
 
 def run_compare(

@@ -173,6 +173,77 @@ def _user_functions(lo: LoaderOptions) -> tuple[Any, Any]:
     return user_collate, user_init
 
 
+def _epoch_hook(cfg: RunConfig) -> Any:
+    """The user's per-epoch hook, resolved before the loader is built (a usage error)."""
+    if cfg.epoch_hook is None:
+        return None
+    fn = ObjectRef.parse(cfg.epoch_hook, what="--epoch-hook").resolve()
+    if not callable(fn):
+        raise UsageError(f"--epoch-hook {cfg.epoch_hook} is not callable")
+    return fn
+
+
+class EpochProtocol:
+    """What a training loop does before each epoch, in the main process.
+
+    NOTE [epoch protocol]: set_epoch(epoch) on the sampler and the Dataset where
+    they define it (epochs from 0, as Lightning and the HF Trainer count), then
+    the user's hook FN(loader, epoch). NOTE [stale worker state]: then the main
+    process fingerprints its Dataset and writes the epoch (from 1, as the events
+    count) into shared memory, where each worker reads it at its first fetch and
+    fingerprints its own copy: an attribute changed here but not there is state
+    that persistent workers never see.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        cfg: RunConfig,
+        dataset: Any,
+        recorder: RecordingSampler | None,
+        counter: Any,
+    ) -> None:
+        self.path, self.cfg, self.dataset = path, cfg, dataset
+        self.recorder, self.counter = recorder, counter
+        self.hook = _epoch_hook(cfg)
+
+    def before(self, loader: Any, epoch: int) -> None:
+        if self.cfg.set_epoch:
+            sampler = self.recorder.inner if self.recorder is not None else None
+            for target in (sampler, getattr(loader, "batch_sampler", None), self.dataset):
+                if target is not None and callable(getattr(target, "set_epoch", None)):
+                    target.set_epoch(epoch - 1)
+        if self.hook is not None:
+            try:
+                self.hook(loader, epoch - 1)
+            except Exception as exc:
+                events.emit(
+                    self.path,
+                    "error",
+                    category="run",
+                    kind="epoch_hook",
+                    epoch=epoch,
+                    message=f"--epoch-hook {self.cfg.epoch_hook} raised {one_line(exc)} "
+                    f"before epoch {epoch}",
+                    detail=traceback.format_exc(),
+                )
+                raise SystemExit(ExitCode.RUN_FAILED) from None
+        from loaderprof.fingerprint import fingerprint
+
+        values, skipped = fingerprint(self.dataset)
+        events.emit(self.path, "main_state", epoch=epoch, values=values, skipped=skipped)
+        if self.counter is not None:
+            self.counter.value = epoch
+
+
+def _epoch_counter(cfg: RunConfig) -> Any:
+    """A shared int the workers read (fork inherits it; spawn pickles it with the
+    probes while starting each worker)."""
+    import multiprocessing
+
+    return multiprocessing.get_context(cfg.loader.mp_context).RawValue("i", 0)
+
+
 def _pin_memory(path: str, lo: LoaderOptions) -> bool:
     if lo.pin_memory and not _accelerator_available():
         events.emit(
@@ -212,7 +283,7 @@ def _recording_sampler(dataset: Any, cfg: RunConfig, generator: Any) -> Recordin
 
 
 def _loader_kwargs(
-    path: str, cfg: RunConfig, dataset: Any, iterable: bool, *, persistent: bool
+    path: str, cfg: RunConfig, dataset: Any, iterable: bool, *, persistent: bool, counter: Any
 ) -> tuple[dict[str, Any], RecordingSampler | None]:
     """The DataLoader's keyword arguments (probes wrapped around the user's
     functions), and the sampler that records the order (map-style datasets)."""
@@ -227,7 +298,11 @@ def _loader_kwargs(
         "batch_size": lo.batch_size,
         "num_workers": lo.num_workers,
         "collate_fn": CollateProbe(
-            path, user_collate, lo.batch_size is not None, digests=cfg.digests
+            path,
+            user_collate,
+            lo.batch_size is not None,
+            digests=cfg.digests,
+            epoch_counter=counter if iterable else None,
         ),
         "worker_init_fn": WorkerInitProbe(path, user_init),
         "pin_memory": pin_memory,
@@ -250,7 +325,9 @@ def _loader_kwargs(
     return kwargs, recorder
 
 
-def _build_loader(path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any]) -> Any:
+def _build_loader(
+    path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any], counter: Any
+) -> Any:
     from torch.utils.data import DataLoader
 
     # NOTE [memory window]: every memory figure covers the loader's life, from
@@ -258,7 +335,7 @@ def _build_loader(path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any
     events.emit(path, "loader_building")
     try:
         # Map-style datasets are wrapped so a failing __getitem__ names its index.
-        served = dataset if iterable else index_probe(dataset, path)
+        served = dataset if iterable else index_probe(dataset, path, counter)
         loader = DataLoader(served, **kwargs)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
@@ -266,15 +343,21 @@ def _build_loader(path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any
     return loader
 
 
-def _run_epochs(path: str, cfg: RunConfig, loader: Any, recorder: RecordingSampler | None) -> Any:
+def _run_epochs(
+    path: str,
+    cfg: RunConfig,
+    loader: Any,
+    recorder: RecordingSampler | None,
+    protocol: EpochProtocol,
+) -> Any:
     """Every epoch, each followed by the idle pause; returns the last epoch's
     iterator, which the caller drops when it closes the loader."""
     step_s = float(cfg.step_ms) / 1000
     idle_s = float(cfg.effective_idle_ms) / 1000
     it: Any = None
     for epoch in range(1, cfg.epochs + 1):
-        if recorder is not None and hasattr(recorder.inner, "set_epoch"):
-            recorder.inner.set_epoch(epoch)  # as a distributed training loop does
+        # Untimed, as in training: the epoch's clock starts at iter(loader).
+        protocol.before(loader, epoch)
         events.emit(path, "epoch_start", epoch=epoch)
         it = None
         it, batches = _run_epoch(path, loader, epoch, step_s)
@@ -322,9 +405,13 @@ def run(plan: _Plan) -> None:
     path, cfg = plan.events_path, plan.config
     _seeded_torch(path, cfg)
     dataset, iterable = _build_dataset(path, cfg)
-    kwargs, recorder = _loader_kwargs(path, cfg, dataset, iterable, persistent=plan.persistent)
-    loader = _build_loader(path, dataset, iterable, kwargs)
-    it = _run_epochs(path, cfg, loader, recorder)
+    counter = _epoch_counter(cfg)
+    kwargs, recorder = _loader_kwargs(
+        path, cfg, dataset, iterable, persistent=plan.persistent, counter=counter
+    )
+    protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
+    loader = _build_loader(path, dataset, iterable, kwargs, counter)
+    it = _run_epochs(path, cfg, loader, recorder, protocol)
     events.emit(path, "loader_closing")
     # Dropping the last references runs the iterator's shutdown, which joins
     # persistent workers; cycles are collected so no worker outlives this.

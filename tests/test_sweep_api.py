@@ -103,8 +103,9 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         "alloc_mib=32",
         "--arg",
         "n=32",
+        # Workers live several sampling intervals, so both are seen at their peak.
         "--arg",
-        "item_sleep_s=0.005",
+        "item_sleep_s=0.02",
         "--num-workers",
         "0,1,2",
         "--persistent",
@@ -188,6 +189,8 @@ _VOLATILE_KEYS = {
     "ci_high",
     "title",
     "evidence",
+    # Warnings depend on the machine's load and the noise of the run.
+    "warnings",
 }
 
 
