@@ -74,6 +74,9 @@ class RunConfig:
     # and the HF Trainer do, then the user's hook FN(loader, epoch).
     set_epoch: bool = True
     epoch_hook: str | None = None
+    # NOTE [stale worker state]: fingerprint the Dataset each epoch in the main
+    # process and the workers.
+    state_checks: bool = True
     # Under torchrun: this rank and the world size (each rank loads its shard
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
@@ -128,7 +131,7 @@ _FLOAT_KEYS = {
     "trial_timeout_s",
     "min_gain",
 }
-_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests", "set_epoch"}
+_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests", "set_epoch", "state_checks"}
 _STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook"}
 
 

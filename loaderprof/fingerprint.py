@@ -43,6 +43,16 @@ _RNG_KINDS = {
 }
 
 
+# Code, not state: a function or class on the instance does not change with epochs.
+_NOT_STATE = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+)
+
+
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=6).hexdigest()
 
@@ -98,7 +108,7 @@ def _container_text(obj: Any) -> str:
 def describe(value: Any) -> str | None:
     """The text of one attribute's value; None when it is not state (a function, a
     module, a class). Raises when the value cannot be read or pickled."""
-    if isinstance(value, (types.FunctionType, types.MethodType, types.ModuleType, type)):
+    if isinstance(value, _NOT_STATE):
         return None
     if value is None or isinstance(value, (bool, int, float, complex)):
         return repr(value)[:SHORT]

@@ -177,6 +177,12 @@ class RunOptions:
         "workers; costs epoch time). `loaderprof check` turns it on.",
         panel=MEASUREMENT,
     )
+    state_checks: bool | None = opt(
+        "--state-checks/--no-state-checks",
+        help="Fingerprint the Dataset's attributes each epoch in the main process and in "
+        "every worker (stale worker state, repeated randomness) (default: on).",
+        panel=MEASUREMENT,
+    )
     train_epochs: int | None = opt(
         "--train-epochs",
         help="Epochs of your real training, for the total saving (default: --epochs).",

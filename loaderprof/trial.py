@@ -228,12 +228,13 @@ class EpochProtocol:
                     detail=traceback.format_exc(),
                 )
                 raise SystemExit(ExitCode.RUN_FAILED) from None
+        if self.counter is None:  # --no-state-checks
+            return
         from loaderprof.fingerprint import fingerprint
 
         values, skipped = fingerprint(self.dataset)
         events.emit(self.path, "main_state", epoch=epoch, values=values, skipped=skipped)
-        if self.counter is not None:
-            self.counter.value = epoch
+        self.counter.value = epoch
 
 
 def _epoch_counter(cfg: RunConfig) -> Any:
@@ -241,6 +242,8 @@ def _epoch_counter(cfg: RunConfig) -> Any:
     probes while starting each worker)."""
     import multiprocessing
 
+    if not cfg.state_checks:
+        return None
     return multiprocessing.get_context(cfg.loader.mp_context).RawValue("i", 0)
 
 
