@@ -59,6 +59,22 @@ def steady(report: Report, arm: str) -> list[float]:
     return [e.wall_s for t in report.arms[arm].trials for e in t.epochs if e.epoch >= 2]
 
 
+def direct_shares(report: Report, arm: str) -> list[float]:
+    """Per steady epoch: the slowest worker's fingerprinting time ÷ the epoch's wall
+    (workers run in parallel, so the epoch waits at most for the slowest one)."""
+    out = []
+    for t in report.arms[arm].trials:
+        for e in t.epochs:
+            took = [
+                s.took_s
+                for s in t.dataset_states
+                if s.role == "worker" and s.epoch == e.epoch and s.took_s is not None
+            ]
+            if e.epoch >= 2 and took:
+                out.append(max(took) / e.wall_s)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=6)
@@ -83,6 +99,7 @@ def main() -> None:
     walls: dict[str, dict[str, list[float]]] = {
         k: {"persistent": [], "non_persistent": []} for k in cfgs
     }
+    shares: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
     start = time.monotonic()
     for r in range(a.rounds):
         # Alternate which goes first so drift falls on both.
@@ -90,19 +107,27 @@ def main() -> None:
             report = run_compare(cfgs[label])
             for arm in walls[label]:
                 walls[label][arm].extend(steady(report, arm))
+                if label == "on":
+                    shares[arm].extend(direct_shares(report, arm))
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
     results: dict[str, Any] = {
         "config": vars(a) | {"out": str(a.out)},
         "wall_s": time.monotonic() - start,
         "arms": {},
     }
-    print(f"\nstate checks on ÷ off · {a.num_workers} workers · {a.rounds} rounds")
+    print(f"\nstate checks · {a.num_workers} workers · {a.rounds} rounds")
+    print(f"{'arm':<16}{'steady epochs on ÷ off':>26}{'fingerprint ÷ epoch (direct)':>34}")
     for arm in ("persistent", "non_persistent"):
         r = bootstrap_ratio(walls["on"][arm], walls["off"][arm], seed=1)
         assert r is not None
-        print(f"{arm:<16}{r.value:.3f} [{r.ci_low:.3f}–{r.ci_high:.3f}]")
+        share = statistics.median(shares[arm])
+        print(
+            f"{arm:<16}{r.value:>10.3f} [{r.ci_low:.3f}–{r.ci_high:.3f}]"
+            f"{share * 100:>20.2f} % (max {max(shares[arm]) * 100:.2f} %)"
+        )
         results["arms"][arm] = {
             "ratio": vars(r),
+            "direct_share": {"median": share, "max": max(shares[arm]), "n": len(shares[arm])},
             "steady_median_s": {k: statistics.median(walls[k][arm]) for k in walls},
             "n": len(walls["on"][arm]),
         }

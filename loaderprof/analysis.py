@@ -24,7 +24,7 @@ from loaderprof.results import (
     TrialResult,
     Verdict,
 )
-from loaderprof.units import fmt_bytes, fmt_seconds
+from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds
 
 BOOTSTRAP_RESAMPLES = 4000
 NOISY_REL_IQR = 0.10
@@ -250,6 +250,10 @@ def compare(
 
 
 def _pct(ratio: float) -> str:
+    """How much faster or slower, in words that stay readable for tiny ratios:
+    "93 %", or "330×" where a percentage would read "100 %"."""
+    if 0 < ratio < 0.05:
+        return f"{1 / ratio:.0f}×"
     return f"{abs(1 - ratio) * 100:.0f} %"
 
 
@@ -295,7 +299,8 @@ def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float)
         ratio=r,
         saved_s=saved,
         direction=significant_direction(r, p),
-        interval=f"ratio {r.value:.2f}, 95 % CI {r.ci_low:.2f}–{r.ci_high:.2f}{p_text}",
+        interval=f"ratio {fmt_ratio(r.value)}, 95 % CI {fmt_ratio(r.ci_low)}–"
+        f"{fmt_ratio(r.ci_high)}{p_text}",
         memory=memory,
     )
 
@@ -335,6 +340,7 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
                 ev.memory,
             ),
         )
+    n = p_sum.steady_epoch_s.n if p_sum.steady_epoch_s else 0
     if r.ci_high < 1.0 or r.ci_low > 1.0:
         # The interval is on one side but the test has too few epochs to confirm it.
         faster = "faster" if r.ci_high < 1.0 else "slower"
@@ -344,11 +350,52 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             (
                 f"steady epochs look {_pct(r.value)} {faster} with persistent workers "
                 f"({ev.interval}), but too few steady epochs were measured to be sure: "
-                "run more --epochs or --trials",
+                + _what_decides(r, n, min_gain),
                 ev.memory,
             ),
+            decided=False,
+        )
+    if r.ci_low <= 1.0 - min_gain:
+        # NOTE [no gain needs evidence]: "no gain" is a claim of its own; the interval
+        # must rule out a saving worth enabling for before it may say keep_off.
+        return Verdict(
+            "neutral",
+            f"Not decided: no significant difference, but a saving of up to "
+            f"{_pct(r.ci_low)} is still possible.",
+            (
+                f"no significant difference in steady epoch time ({ev.interval}), yet the "
+                f"interval reaches below {1.0 - min_gain:.2f}: it cannot rule out a saving "
+                f"worth enabling for (--min-gain {min_gain:g}); " + _what_decides(r, n, min_gain),
+                ev.memory,
+            ),
+            decided=False,
         )
     return _no_difference_verdict(comparison, ev)
+
+
+def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
+    """About how many more steady epochs per arm would put the interval wholly on
+    one side of 1 − min_gain (or of 1), from the measured spread: the interval
+    narrows as 1/sqrt(n). None when the ratio sits on the line itself."""
+    target = 1.0 - min_gain if r.value <= 1.0 - min_gain or r.ci_low <= 1.0 - min_gain else 1.0
+    half = (r.ci_high - r.ci_low) / 2
+    distance = abs(r.value - target)
+    if n <= 0 or half <= 0 or distance < 0.1 * half:
+        return None
+    return max(1, math.ceil(n * (half / distance) ** 2) - n)
+
+
+def _what_decides(r: Ratio, n: int, min_gain: float) -> str:
+    more = epochs_to_decide(r, n, min_gain)
+    if more is None:
+        return (
+            "the ratio sits at the line itself, so no practical number of epochs would "
+            "decide it: the difference is too small to matter either way"
+        )
+    return (
+        f"about {more} more steady epochs per arm (n={n} now) would decide it: "
+        "run more --epochs or --trials"
+    )
 
 
 def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdict:

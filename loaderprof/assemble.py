@@ -243,6 +243,9 @@ def _workers(
                 peak_pss_bytes=_peak(s.pss for s in series),
                 uss_samples=sum(1 for s in series if s.uss is not None),
                 states=_states(series, idle_windows, clock.t0_ns),
+                first_batch_uss_bytes=_first_after(
+                    series, min((b["t"] for b in bevs), default=None)
+                ),
             )
         )
     return tuple(workers)
@@ -257,10 +260,17 @@ def _dataset_states(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> tuple[Dat
             worker_id=ev.get("worker_id"),
             values=dict(ev.get("values") or {}),
             skipped=tuple(ev.get("skipped") or ()),
+            took_s=ev.get("took_s"),
         )
         for kind in ("main_state", "worker_state")
         for ev in by_kind.get(kind, [])
     )
+
+
+def _first_after(series: Sequence[Sample], t_ns: int | None) -> int | None:
+    if t_ns is None:
+        return None
+    return next((s.uss for s in series if s.uss is not None and s.t_ns >= t_ns), None)
 
 
 def _memory_window(

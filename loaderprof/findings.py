@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from loaderprof.results import ArmResult, Finding, Report, TrialResult, WorkerResult, WorkerState
@@ -22,7 +23,8 @@ MiB = 1024 * 1024
 # USS growth between pauses that counts as "grows every epoch".
 GROWTH_MIN_BYTES = 4 * MiB
 GROWTH_MIN_FRACTION = 0.05
-# Copy-on-read: USS rising this much while RSS stays flat, in a forked worker.
+# Copy-on-read: USS rising this much with reading, after the first batch, while
+# RSS stays flat, in a forked worker.
 COW_MIN_BYTES = 16 * MiB
 COW_MIN_FRACTION_OF_RSS = 0.10
 COW_MAX_RSS_SHARE = 0.5
@@ -79,39 +81,79 @@ def check_memory_growth(report: Report) -> list[Finding]:
     return _one_per_trial(found)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What a worker's private memory did while it read, from its first batch on."""
+
+    growth_bytes: int
+    samples_read: int
+    rss_growth_bytes: int
+    start_uss_bytes: int
+
+    @property
+    def per_1000_samples(self) -> float:
+        return self.growth_bytes / self.samples_read * 1000
+
+
+def _reading(t: TrialResult, w: WorkerResult) -> _Reading | None:
+    """USS growth from the first deep sample after the worker's first batch (its start-up
+    copy already paid) to its peak, against the samples it read in between."""
+    line = next((p for p in t.timeline if p.pid == w.pid), None)
+    spans = sorted((b.end_s, b.samples) for b in t.batches if b.pid == w.pid)
+    if line is None or not spans:
+        return None
+    inside = line.in_window or (True,) * len(line.t_s)
+    points = [
+        (ts, u, r)
+        for ts, u, r, ok in zip(line.t_s, line.uss_bytes, line.rss_bytes, inside, strict=False)
+        if u is not None and ok and ts >= spans[0][0]
+    ]
+    if len(points) < 2:
+        return None
+    (t0, u0, r0), (t1, u1, r1) = points[0], max(points[1:], key=lambda p: p[1])
+    read = sum(n for end, n in spans if t0 < end <= t1)
+    if read <= 0:
+        return None
+    return _Reading(u1 - u0, read, r1 - r0, u0)
+
+
 def check_copy_on_read(report: Report) -> list[Finding]:
-    """Forked workers whose USS rises while RSS stays flat: reading Python objects
-    inherited from the parent writes their refcounts and turns shared pages private."""
+    """Forked workers whose private memory grows with what they read while RSS stays
+    flat: reading Python objects inherited from the parent writes their refcounts and
+    turns shared pages private (PyTorch issue #13246). What a worker copied once while
+    starting (imports, module objects) is its start-up cost, not this finding."""
     if (report.environment.get("start_method") or report.config["loader"]["mp_context"]) != "fork":
         return []
     hits = []
     for arm in report.arms.values():
         for t in arm.trials:
             for w in t.workers:
-                first = w.states[0] if w.states else None
-                if first is None or first.uss_bytes is None or w.peak_uss_bytes is None:
-                    continue
-                d_uss = w.peak_uss_bytes - first.uss_bytes
-                d_rss = (w.peak_rss_bytes or first.rss_bytes) - first.rss_bytes
+                r = _reading(t, w)
                 if (
-                    d_uss >= max(COW_MIN_BYTES, COW_MIN_FRACTION_OF_RSS * first.rss_bytes)
-                    and d_rss <= COW_MAX_RSS_SHARE * d_uss
+                    r is not None
+                    and r.growth_bytes
+                    >= max(COW_MIN_BYTES, COW_MIN_FRACTION_OF_RSS * r.start_uss_bytes)
+                    and r.rss_growth_bytes <= COW_MAX_RSS_SHARE * r.growth_bytes
                 ):
-                    hits.append((arm.name, t, w, d_uss, d_rss))
+                    hits.append((arm.name, w, r))
     if not hits:
         return []
-    arm_name, t, w, d_uss, d_rss = max(hits, key=lambda h: h[3])
+    arm_name, w, r = max(hits, key=lambda h: h[2].growth_bytes)
     return [
         Finding(
             id="copy-on-read",
             severity="warning",
             arm=None,
-            title=f"forked workers turn {fmt_bytes(d_uss)} of shared memory private while "
-            f"reading it (RSS rose only {fmt_bytes(d_rss)})",
+            title=f"forked workers turn shared memory private as they read: "
+            f"{fmt_bytes(r.per_1000_samples)} per 1,000 samples, {fmt_bytes(r.growth_bytes)} "
+            f"over {r.samples_read} samples (RSS rose only {fmt_bytes(r.rss_growth_bytes)})",
             evidence={
                 "workers_affected": len(hits),
-                "max_uss_growth_bytes": int(d_uss),
-                "rss_growth_bytes": int(d_rss),
+                "uss_growth_bytes": int(r.growth_bytes),
+                "samples_read": r.samples_read,
+                "uss_bytes_per_1000_samples": int(r.per_1000_samples),
+                "rss_growth_bytes": int(r.rss_growth_bytes),
+                "uss_at_first_batch_bytes": int(r.start_uss_bytes),
                 "pid": w.pid,
                 "arm": arm_name,
             },
@@ -385,6 +427,24 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_order,
     check_environment,
 )
+
+
+def checks_run(report: Report) -> list[str]:
+    """The checks that had what they need in this report (so "no findings" means
+    something: a check without data cannot find anything)."""
+    trials = [t for arm in report.arms.values() for t in arm.trials]
+    sampled = any(w.states for t in trials for w in t.workers)
+    fork = report.environment.get("start_method") or report.config["loader"]["mp_context"]
+    ran = {
+        "stale worker state, repeated randomness": any(t.dataset_states for t in trials),
+        "leaked handles, memory growth": sampled,
+        "copy-on-read": sampled and fork == "fork",
+        "iterable sharding": report.extras.get("dataset_kind") == "iterable",
+        "order": any(e.order_digest for t in trials for e in t.epochs),
+        "content digests": any(e.content_digest for t in trials for e in t.epochs),
+        "/dev/shm, cgroup limits": any(t.shm_size_bytes for t in trials),
+    }
+    return [name for name, did in ran.items() if did]
 
 
 def find(report: Report) -> tuple[Finding, ...]:

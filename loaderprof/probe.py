@@ -66,8 +66,11 @@ def report_state(events_path: str, counter: Any, dataset: Any) -> None:
     if epoch == _state_epoch or epoch < 1:
         return
     _state_epoch = epoch
+    import time
+
     from loaderprof.fingerprint import fingerprint, unwrap
 
+    start = time.perf_counter()
     values, skipped = fingerprint(unwrap(dataset))
     events.emit(
         events_path,
@@ -76,6 +79,8 @@ def report_state(events_path: str, counter: Any, dataset: Any) -> None:
         epoch=epoch,
         values=values,
         skipped=skipped,
+        # What the check cost this worker, inside the timed epoch.
+        took_s=round(time.perf_counter() - start, 6),
     )
 
 

@@ -126,6 +126,9 @@ class WorkerResult:
     # than the USS interval may have only its first-sight sample.
     uss_samples: int = 0
     states: tuple[WorkerState, ...] = ()
+    # USS at the first deep sample after its first batch: what starting cost it (a
+    # forked worker's imports and refcount writes), before reading adds anything.
+    first_batch_uss_bytes: int | None = None
 
     @property
     def startup_s(self) -> float | None:
@@ -237,6 +240,8 @@ class DatasetState:
     values: Mapping[str, str]
     # Attributes that could not be read or pickled, named and left out.
     skipped: tuple[str, ...] = ()
+    # What fingerprinting cost (a worker's is inside its timed epoch).
+    took_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -358,6 +363,8 @@ class Verdict:
     reasons: tuple[str, ...]
     # Finding ids the verdict weighed (persistence changing what the model sees).
     depends_on: tuple[str, ...] = ()
+    # False: the evidence decides neither way yet; the reasons say what would.
+    decided: bool = True
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,7 @@ def _follow(
 ) -> None:
     """Tail the events until the process ends or the timeout passes."""
     deadline = time.monotonic() + timeout_s
+    delivered: set[int] = set()
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
@@ -190,6 +191,9 @@ def _follow(
                     sampler.epoch_started()
                 elif ev["ev"] in ("epoch_end", "error"):
                     sampler.epoch_ended()
+                elif ev["ev"] == "batch" and ev["pid"] not in delivered:
+                    delivered.add(ev["pid"])
+                    sampler.request_deep()
             if on_event is not None:
                 on_event(ev)
         if time.monotonic() > deadline:

@@ -17,7 +17,9 @@ taken only when memory moves or time passes:
 * some process's RSS rose above its high-water mark at the last deep sample by
   more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
 * `deep_interval_s` passed (catches USS that grows without RSS growing, such
-  as copy-on-write pages turning private).
+  as copy-on-write pages turning private);
+* a worker delivered its first batch (`request_deep`): what its start-up cost,
+  apart from what reading adds later.
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
 held by persistent workers is measured) every tick is deep.
@@ -73,6 +75,7 @@ class TreeSampler(threading.Thread):
         self.ticks = 0
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
+        self._deep_requested = threading.Event()
         self._known: set[int] = set()
         self._deep_hw: dict[int, int] = {}
         self._last_deep = 0.0
@@ -80,6 +83,11 @@ class TreeSampler(threading.Thread):
         # (monotonic ns, bytes used) of /dev/shm at deep ticks; its size.
         self.shm_used: list[tuple[int, int]] = []
         self.shm_size: int | None = None
+
+    def request_deep(self) -> None:
+        """Read USS/PSS of the whole tree at the next tick (a worker's first batch: the
+        memory its start-up cost, apart from what reading adds later)."""
+        self._deep_requested.set()
 
     def epoch_started(self) -> None:
         self._in_epoch.set()
@@ -109,6 +117,9 @@ class TreeSampler(threading.Thread):
             self._stop_event.wait(delay)
 
     def _wants_deep(self, now: float, rss: dict[int, int]) -> bool:
+        if self._deep_requested.is_set():
+            self._deep_requested.clear()
+            return True
         if not self._in_epoch.is_set() or now - self._last_deep >= self.deep_interval_s:
             return True
         for pid, r in rss.items():

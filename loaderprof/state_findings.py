@@ -233,7 +233,7 @@ def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | Non
             f"see it change (from epoch {epoch}), so the model would train on other data. "
             + verdict.headline.removeprefix("Enable persistent_workers: ").capitalize()
         )
-        return Verdict("enable", headline, (*reasons, *verdict.reasons), depends)
+        return Verdict("enable", headline, (*reasons, *verdict.reasons), depends, verdict.decided)
     headline = (
         f"Keep persistent_workers off: with it, workers never see `{attr}` change "
         f"(from epoch {epoch}), so the model would train on other data."

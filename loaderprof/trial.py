@@ -232,8 +232,12 @@ class EpochProtocol:
             return
         from loaderprof.fingerprint import fingerprint
 
+        start = time.perf_counter()
         values, skipped = fingerprint(self.dataset)
-        events.emit(self.path, "main_state", epoch=epoch, values=values, skipped=skipped)
+        took_s = round(time.perf_counter() - start, 6)
+        events.emit(
+            self.path, "main_state", epoch=epoch, values=values, skipped=skipped, took_s=took_s
+        )
         self.counter.value = epoch
 
 

@@ -54,3 +54,8 @@ def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
     if value < 120:
         return f"{sign}{value:.2f} s"
     return f"{sign}{value / 60:.1f} min"
+
+
+def fmt_ratio(v: float) -> str:
+    """A ratio with two significant digits where two decimals would show 0.00."""
+    return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.2g}"

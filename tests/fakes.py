@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +48,8 @@ class FakeRunner:
         on_event: EventCallback | None = None,
     ) -> TrialResult:
         self.calls.append((cfg, plan))
-        rng = random.Random(hash((plan.arm, plan.index, cfg.seed)) & 0xFFFF)
+        # A stable seed (str hashes differ between interpreters).
+        rng = random.Random(zlib.crc32(f"{plan.arm}/{plan.index}/{cfg.seed}".encode()))
         events, samples, t = self._trial(cfg, plan, rng)
         error = None
         key = (plan.arm, plan.index)

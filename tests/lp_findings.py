@@ -65,6 +65,17 @@ class PythonObjects(Dataset[torch.Tensor]):
         return torch.tensor([float(len(part))])
 
 
+class StartupCopy(PythonObjects):
+    """Touches every parent object once as a worker starts, then reads nothing new: a
+    one-time start-up copy (flat private memory after the first batch), not copy-on-read."""
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if getattr(self, "_owner", None) != os.getpid():
+            self._total = sum(self.objects)  # writes every object's refcount, once
+            self._owner = os.getpid()
+        return torch.tensor([float(index)])
+
+
 class UnshardedStream(IterableDataset[torch.Tensor]):
     """Every worker yields the whole stream: each sample arrives num_workers times."""
 

@@ -53,6 +53,29 @@ def test_check_finds_exactly_one(
     jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
 
 
+def test_a_one_time_start_up_copy_is_not_copy_on_read(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check",
+        f"{FINDINGS}:StartupCopy",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "4",
+        "--mp-context",
+        "fork",
+        "--json",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert report["findings"] == []
+    assert "no findings" in run.stdout and "copy-on-read" in run.stdout
+    # The copy is there, and shown as what starting cost each worker.
+    workers = [w for t in report["arms"]["persistent"]["trials"] for w in t["workers"]]
+    assert all(w["first_batch_uss_bytes"] >= 64 * 1024 * 1024 for w in workers)
+
+
 def test_unsharded_stream_names_the_repeats(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     run = run_cli(

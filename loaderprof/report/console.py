@@ -119,6 +119,7 @@ def workers_table(report: Report) -> Table:
         "first batch",
         "exit",
         "batches",
+        "USS at 1st batch",
         "USS",
         "PSS",
         "RSS",
@@ -136,11 +137,15 @@ def workers_table(report: Report) -> Table:
                     fmt_seconds(w.first_batch_s),
                     fmt_seconds(w.exited_s),
                     str(w.batches),
+                    fmt_bytes(w.first_batch_uss_bytes),
                     fmt_bytes(w.peak_uss_bytes),
                     fmt_bytes(w.peak_pss_bytes),
                     fmt_bytes(w.peak_rss_bytes),
                 )
-    t.caption = "arm p/np + trial number · peaks over the worker's life"
+    t.caption = (
+        "arm p/np + trial number · USS at 1st batch: what starting cost the worker (a "
+        "one-time copy), before reading adds anything · peaks over the worker's life"
+    )
     return t
 
 
@@ -177,6 +182,12 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     parts.append(verdict_panel(report))
     if report.findings:
         parts.append(findings_panel(report))
+    elif any(t.epochs for arm in report.arms.values() for t in arm.trials):
+        from loaderprof.findings import checks_run
+
+        parts.append(
+            Text(f"lifecycle checks: no findings ({', '.join(checks_run(report))})", style="green")
+        )
     if report.gates:
         parts.append(gates_table(report))
     if report.baseline is not None and report.baseline.differences:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from loaderprof.results import ARM_LABEL, ArmResult, Ratio, Report, Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
+from loaderprof.units import fmt_ratio as ratio_text
 
 __all__ = ["ARM_LABEL", "SummaryRow", "fmt_ratio", "fmt_stat", "summary_rows"]
 
@@ -32,7 +33,9 @@ def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
 
 
 def fmt_ratio(r: Ratio | None) -> str:
-    return "–" if r is None else f"{r.value:.2f} [{r.ci_low:.2f}–{r.ci_high:.2f}]"
+    if r is None:
+        return "–"
+    return f"{ratio_text(r.value)} [{ratio_text(r.ci_low)}–{ratio_text(r.ci_high)}]"
 
 
 def fmt_delta_bytes(a: Stat | None, b: Stat | None) -> str:
