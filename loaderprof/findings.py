@@ -323,34 +323,31 @@ def check_iterable(report: Report) -> list[Finding]:
         for t in arm.trials[:1]:
             for e in t.epochs[:1]:
                 repeats = e.max_sample_repeats
+                unsharded: tuple[str, dict[str, Any]] | None = None
                 if e.duplicate_samples:
-                    out.append(
-                        Finding(
-                            id="iterable-duplicates",
-                            severity="error",
-                            arm=arm.name,
-                            title=f"IterableDataset not sharded: {e.duplicate_samples} duplicate "
-                            f"samples in epoch 1, each sample seen up to {repeats} times "
-                            f"with {workers} workers",
-                            evidence={
-                                "samples": e.samples,
-                                "distinct": e.distinct_samples,
-                                "max_repeats": repeats,
-                                "len": ds_len,
-                            },
-                            fix="shard the stream in __iter__ with "
-                            "torch.utils.data.get_worker_info() (id, num_workers)",
-                        )
+                    unsharded = (
+                        f"{e.duplicate_samples} duplicate samples in epoch 1, each sample seen "
+                        f"up to {repeats} times with {workers} workers",
+                        {
+                            "samples": e.samples,
+                            "distinct": e.distinct_samples,
+                            "max_repeats": repeats,
+                            "len": ds_len,
+                        },
                     )
                 elif ds_len and e.samples == workers * ds_len and workers > 1:
+                    unsharded = (
+                        f"epoch 1 yielded {e.samples} samples = {workers} workers × len {ds_len}",
+                        {"samples": e.samples, "len": ds_len, "workers": workers},
+                    )
+                if unsharded is not None:
                     out.append(
                         Finding(
                             id="iterable-duplicates",
                             severity="error",
                             arm=arm.name,
-                            title=f"IterableDataset not sharded: epoch 1 yielded {e.samples} "
-                            f"samples = {workers} workers × len {ds_len}",
-                            evidence={"samples": e.samples, "len": ds_len, "workers": workers},
+                            title=f"IterableDataset not sharded: {unsharded[0]}",
+                            evidence=unsharded[1],
                             fix="shard the stream in __iter__ with "
                             "torch.utils.data.get_worker_info() (id, num_workers)",
                         )

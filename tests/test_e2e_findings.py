@@ -49,6 +49,10 @@ def test_check_finds_exactly_one(
     finding = report["findings"][0]
     assert finding["severity"] == severity
     assert finding["evidence"] and finding["fix"]
+    if expected == "copy-on-read":
+        # It grows with what is read, past the worker's one-time start-up copy.
+        ev = finding["evidence"]
+        assert ev["samples_read"] > 0 and ev["uss_bytes_per_1000_samples"] >= 1 << 20
     assert expected in run.stdout  # shown in the tables too
     jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
 

@@ -191,6 +191,8 @@ _VOLATILE_KEYS = {
     "evidence",
     # Warnings depend on the machine's load and the noise of the run.
     "warnings",
+    # What each process's Dataset held (a worker's own pid, a cache it filled).
+    "dataset_states",
 }
 
 
