@@ -122,6 +122,7 @@ def assemble_trial(
         ),
         wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
         dataset_states=_dataset_states(by_kind),
+        full_batches=next((ev.get("full_batches") for ev in by_kind["loader_built"]), None),
     )
 
 
@@ -197,10 +198,15 @@ def _epochs(
                 new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
                 order_digest=windows.ends[e].get("order"),
                 max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
+                last_batch_s=_since(windows.ends[e].get("last_batch"), lo),
                 **_content(bevs),
             )
         )
     return tuple(epochs)
+
+
+def _since(t: int | None, start: int) -> float | None:
+    return None if t is None else (t - start) / NS
 
 
 def _workers(

@@ -77,6 +77,11 @@ class RunConfig:
     # NOTE [stale worker state]: fingerprint the Dataset each epoch in the main
     # process and the workers.
     state_checks: bool = True
+    # NOTE [short epochs]: persistence changes an epoch's start, not its length, so
+    # epochs may be cut to this many batches and projected to full ones; an
+    # IterableDataset without len() needs the samples of a full epoch.
+    max_batches: int | None = None
+    epoch_samples: int | None = None
     # Under torchrun: this rank and the world size (each rank loads its shard
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
@@ -114,6 +119,8 @@ CONFIG_KEYS = frozenset(
 )
 
 _INT_KEYS = {
+    "max_batches",
+    "epoch_samples",
     "num_workers",
     "prefetch_factor",
     "epochs",
@@ -282,6 +289,18 @@ def validate(cfg: RunConfig) -> None:
     for what, ref in (("collate_fn", lo.collate_fn), ("worker_init_fn", lo.worker_init_fn)):
         if ref is not None:
             ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
+    if cfg.max_batches is not None and cfg.max_batches < 2:
+        raise UsageError(
+            f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got {cfg.max_batches}"
+        )
+    if cfg.epoch_samples is not None:
+        if cfg.max_batches is None:
+            raise UsageError(
+                "--epoch-samples sizes the full epoch that cut epochs are projected to: "
+                "it needs --max-batches"
+            )
+        if cfg.epoch_samples < 1:
+            raise UsageError(f"--epoch-samples must be ≥ 1, got {cfg.epoch_samples}")
     if cfg.epoch_hook is not None:
         ObjectRef.parse(cfg.epoch_hook, what="--epoch-hook")
     if cfg.epochs < 2:

@@ -177,6 +177,18 @@ class RunOptions:
         "workers; costs epoch time). `loaderprof check` turns it on.",
         panel=MEASUREMENT,
     )
+    max_batches: int | None = opt(
+        "--max-batches",
+        help="Cut every epoch to N batches and project to full epochs from the measured "
+        "per-batch time (persistence changes an epoch's start, not its length); the "
+        "verdict and --min-gain apply to the full epoch.",
+        panel=MEASUREMENT,
+    )
+    epoch_samples: int | None = opt(
+        "--epoch-samples",
+        help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
+        panel=MEASUREMENT,
+    )
     state_checks: bool | None = opt(
         "--state-checks/--no-state-checks",
         help="Fingerprint the Dataset's attributes each epoch in the main process and in "

@@ -78,6 +78,8 @@ class EpochResult:
     duplicate_samples: int | None = None
     max_sample_repeats: int | None = None
     max_batch_bytes: int | None = None
+    # From the epoch's start to its last batch in the main process.
+    last_batch_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,8 @@ class TrialResult:
     # None when sampling was off.
     sampler: SamplerStats | None = None
     dataset_states: tuple[DatasetState, ...] = ()
+    # Batches in a full epoch, as the loader reports its length (None: no len()).
+    full_batches: int | None = None
 
 
 @dataclass(frozen=True)
@@ -354,6 +358,24 @@ class Comparison:
     peak_total_pss_p: float | None = None
     memory_budget_bytes: int | None = None
     over_budget: bool | None = None
+
+
+@dataclass(frozen=True)
+class Projection:
+    """NOTE [short epochs]: epochs cut to `max_batches` batches, projected to full ones.
+
+    A cut epoch's wall + (full − measured batches) × its per-batch time (last batch −
+    first batch over the batches between) is what the full epoch would take; the
+    comparison and the verdict use these, the per-epoch tables the measured walls.
+    """
+
+    max_batches: int
+    full_batches: int | None
+    # Per arm: the steady per-batch time, and the projected full steady epoch.
+    batch_interval_s: Mapping[str, Stat | None]
+    steady_epoch_s: Mapping[str, Stat | None]
+    # Why there is no projection (None when there is one).
+    unavailable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -511,6 +533,7 @@ class Report:
     findings: tuple[Finding, ...] = ()
     # Under torchrun: every rank's figures and the per-node totals (rank 0 only).
     distributed: DistributedSummary | None = None
+    projection: Projection | None = None
 
     @property
     def recommendation(self) -> Recommendation | None:

@@ -14,9 +14,12 @@ from loaderprof.results import (
     ARMS,
     SCHEMA_VERSION,
     ArmResult,
+    Comparison,
+    Projection,
     Report,
     TrialError,
     TrialResult,
+    Verdict,
 )
 from loaderprof.runner import TrialRunner
 from loaderprof.scheduler import ProgressCallback, run_schedule
@@ -56,21 +59,14 @@ def build_report(
             len(a.trials) == cfg.trials and all(t.complete for t in a.trials) for a in arms.values()
         )
     )
-    comparison = verdict = None
+    comparison = verdict = projection = None
     warnings: list[str] = []
     for t in trials:
         warnings.extend(w for w in t.warnings if w not in warnings)
     if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
-        comparison = analysis.compare(
-            p.trials,
-            n.trials,
-            p.summary,
-            n.summary,
-            seed=cfg.seed,
-            train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
-            memory_budget_bytes=cfg.memory_budget_bytes,
-        )
-        verdict = analysis.verdict(comparison, p.summary, min_gain=cfg.min_gain)
+        comparison, verdict, projection = _weigh_arms(cfg, p, n, train_epochs)
+        if projection is not None and projection.unavailable:
+            warnings.append(projection.unavailable)
         for name, arm in arms.items():
             warnings.extend(analysis.noise_warnings(name, arm.summary))
         if p.summary.workers_reused is False or p.summary.workers_reused is None:
@@ -110,7 +106,52 @@ def build_report(
     from loaderprof.state_findings import weigh
 
     findings = find(report)
-    return dataclasses.replace(report, findings=findings, verdict=weigh(report.verdict, findings))
+    return dataclasses.replace(
+        report, findings=findings, verdict=weigh(report.verdict, findings), projection=projection
+    )
+
+
+def _weigh_arms(
+    cfg: RunConfig, p: ArmResult, n: ArmResult, train_epochs: int | None
+) -> tuple[Comparison, Verdict, Projection | None]:
+    """The comparison and the verdict; with --max-batches on epochs projected to full
+    length (NOTE [short epochs]), so --min-gain applies to the epochs training runs."""
+    from loaderprof import analysis, projection
+
+    p_trials, n_trials = list(p.trials), list(n.trials)
+    p_sum, n_sum = p.summary, n.summary
+    info = None
+    if cfg.max_batches is not None:
+        full = projection.full_batches(
+            p_trials + n_trials, cfg.epoch_samples, cfg.loader.batch_size
+        )
+        unavailable = None
+        if full is None:
+            unavailable = (
+                f"epochs were cut to {cfg.max_batches} batches but the loader has no len(): "
+                "the verdict speaks of the cut epochs; pass --epoch-samples to project"
+            )
+        else:
+            p_trials = projection.project_trials(p_trials, full, cfg.max_batches)
+            n_trials = projection.project_trials(n_trials, full, cfg.max_batches)
+            p_sum, n_sum = analysis.summarize_arm(p_trials), analysis.summarize_arm(n_trials)
+        info = projection.describe(
+            cfg.max_batches,
+            full,
+            {"persistent": p.trials, "non_persistent": n.trials},
+            {"persistent": p_trials, "non_persistent": n_trials},
+            unavailable,
+        )
+    comparison = analysis.compare(
+        p_trials,
+        n_trials,
+        p_sum,
+        n_sum,
+        seed=cfg.seed,
+        train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
+        memory_budget_bytes=cfg.memory_budget_bytes,
+    )
+    return comparison, analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain), info
 
 
 def run_compare(

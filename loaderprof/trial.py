@@ -346,8 +346,16 @@ def _build_loader(
         loader = DataLoader(served, **kwargs)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
-    events.emit(path, "loader_built")
+    events.emit(path, "loader_built", full_batches=_full_batches(loader))
     return loader
+
+
+def _full_batches(loader: Any) -> int | None:
+    """Batches in a full epoch (NOTE [short epochs]), when the loader knows its length."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
 
 
 def _run_epochs(
@@ -367,13 +375,16 @@ def _run_epochs(
         protocol.before(loader, epoch)
         events.emit(path, "epoch_start", epoch=epoch)
         it = None
-        it, batches = _run_epoch(path, loader, epoch, step_s)
+        it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches)
+        cut = cfg.max_batches is not None and batches >= cfg.max_batches
         events.emit(
             path,
             "epoch_end",
             epoch=epoch,
             batches=batches,
-            order=recorder.last_digest if recorder is not None else None,
+            last_batch=last,
+            # A cut epoch's sampler never finished its pass: no order to digest.
+            order=recorder.last_digest if recorder is not None and not cut else None,
         )
         if idle_s:
             events.emit(path, "idle_start", epoch=epoch)
@@ -382,21 +393,28 @@ def _run_epochs(
     return it
 
 
-def _run_epoch(path: str, loader: Any, epoch: int, step_s: float) -> tuple[Any, int]:
-    """One pass over the loader: its iterator and the batch count. A failure is
-    reported as an `error` event and ends the trial (exit 3)."""
+def _run_epoch(
+    path: str, loader: Any, epoch: int, step_s: float, max_batches: int | None
+) -> tuple[Any, int, int | None]:
+    """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
+    iterator, the batch count and when the last batch arrived. A failure is reported
+    as an `error` event and ends the trial (exit 3)."""
     batches = 0
+    last: int | None = None
     # An explicit iterator (what `for batch in loader` makes) so that after a
     # failure the workers' exit codes can still be read.
     it: Any = None
     try:
         it = iter(loader)
         for _batch in it:
+            last = time.monotonic_ns()
             if batches == 0:
                 events.emit(path, "first_batch", epoch=epoch)
             batches += 1
             if step_s:
                 time.sleep(step_s)
+            if max_batches is not None and batches >= max_batches:
+                break
     except Exception as exc:
         info = _classify_worker_error(exc)
         workers = getattr(it, "_workers", None) or []
@@ -405,7 +423,13 @@ def _run_epoch(path: str, loader: Any, epoch: int, step_s: float) -> tuple[Any, 
             path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
         )
         raise SystemExit(ExitCode.RUN_FAILED) from None
-    return it, batches
+    if max_batches is not None and batches >= max_batches and not loader.persistent_workers:
+        # A cut epoch ends as a finished one does: its workers are joined inside it
+        # (a persistent loader keeps them, and resumes them at the next iter()).
+        del it
+        gc.collect()
+        it = None
+    return it, batches, last
 
 
 def run(plan: _Plan) -> None:

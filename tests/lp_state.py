@@ -102,3 +102,25 @@ def reseed_rng(worker_id: int) -> None:
     info = torch.utils.data.get_worker_info()
     assert info is not None
     info.dataset.rng = np.random.default_rng(info.seed % 2**32)
+
+
+class EveryStateDataset(Dataset[torch.Tensor]):
+    """Each kind of state at once, for one run under spawn: a plain epoch (stale), an
+    epoch in shared memory (not stale), a numpy Generator (repeated randomness)."""
+
+    def __init__(self, n: int = 32) -> None:
+        self.n = n
+        self.epoch = 0
+        self.epoch_t = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.rng = np.random.default_rng(0)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.epoch_t[0] = epoch
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        noise = float(self.rng.random())
+        return torch.tensor([float(index), float(self.epoch), float(self.epoch_t[0]), noise])

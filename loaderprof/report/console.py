@@ -179,6 +179,8 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     ]
     if verbose:
         parts.append(workers_table(report))
+    if report.projection is not None:
+        parts.append(projection_text(report))
     parts.append(verdict_panel(report))
     if report.findings:
         parts.append(findings_panel(report))
@@ -436,3 +438,22 @@ def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
     if proj.limit_bytes:
         t.add_row(f"this machine's {proj.limit_source}", fmt_bytes(proj.limit_bytes))
     return t
+
+
+def projection_text(report: Report) -> Text:
+    """NOTE [short epochs]: what the verdict's full epochs were projected from."""
+    proj = report.projection
+    assert proj is not None
+    if proj.unavailable:
+        return Text(f"short epochs: {proj.unavailable}", style="yellow")
+    arms = "; ".join(
+        f"{ARM_LABEL[name]} {fmt_stat(proj.steady_epoch_s.get(name), _sec)} "
+        f"({fmt_stat(proj.batch_interval_s.get(name), _sec)} per batch)"
+        for name in ("persistent", "non_persistent")
+    )
+    return Text(
+        f"short epochs: measured {proj.max_batches} of {proj.full_batches} batches per epoch; "
+        f"the verdict compares full steady epochs projected from each epoch's per-batch time: "
+        f"{arms}. Memory figures cover only the batches seen.",
+        style="cyan",
+    )
