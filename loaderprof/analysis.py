@@ -349,8 +349,8 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "Not decided: the difference is not significant with this many epochs.",
             (
                 f"steady epochs look {_pct(r.value)} {faster} with persistent workers "
-                f"({ev.interval}), but too few steady epochs were measured to be sure: "
-                + _what_decides(r, n, min_gain),
+                f"({ev.interval}), but too few steady epochs were measured for the rank test "
+                f"to confirm it (n={n} per arm): run more --epochs or --trials",
                 ev.memory,
             ),
             decided=False,

@@ -173,7 +173,8 @@ def finalize(report: Report, prep: Prepared) -> Report:
         path = str(prep.baseline_path) if prep.baseline_path else "(in memory)"
         info = BaselineInfo(path, prep.baseline.created, tuple(diffs))
     if not prep.gates:
-        return dataclasses.replace(report, baseline=info) if info else report
+        # A saved report's own gates were judged in another run: not carried over.
+        return dataclasses.replace(report, gates=(), gate_status=None, baseline=info)
     results, status = evaluate(
         report, list(prep.gates), baseline=prep.baseline, strict=prep.strict, seed=prep.cfg.seed
     )

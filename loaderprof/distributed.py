@@ -201,6 +201,7 @@ def adjust_verdict(report: Report, summary: DistributedSummary, budget: int | No
                     f"across its ranks, above --memory-budget {fmt_bytes(budget)}",
                     *reasons,
                 ),
+                depends_on=v.depends_on,
             ),
         )
     return dataclasses.replace(report, verdict=dataclasses.replace(v, reasons=reasons))

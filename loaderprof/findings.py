@@ -426,6 +426,25 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
 )
 
 
+# Each check, by the name the tables show, and the findings it can report.
+CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
+    "stale worker state, repeated randomness": ("stale-worker-state", "repeated-randomness"),
+    "leaked handles, memory growth": (
+        "leaked-files",
+        "leaked-inet",
+        "leaked-threads",
+        "leaked-children",
+        "state-carried",
+        "memory-grows-every-epoch",
+    ),
+    "copy-on-read": ("copy-on-read",),
+    "iterable sharding": ("iterable-duplicates", "iterable-length"),
+    "order": ("order-repeats", "order-differs-between-arms"),
+    "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
+    "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
+}
+
+
 def checks_run(report: Report) -> list[str]:
     """The checks that had what they need in this report (so "no findings" means
     something: a check without data cannot find anything)."""
@@ -442,6 +461,11 @@ def checks_run(report: Report) -> list[str]:
         "/dev/shm, cgroup limits": any(t.shm_size_bytes for t in trials),
     }
     return [name for name, did in ran.items() if did]
+
+
+def findings_checked(report: Report) -> tuple[str, ...]:
+    """Every finding id whose check ran (a gate on any other cannot pass honestly)."""
+    return tuple(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name])
 
 
 def find(report: Report) -> tuple[Finding, ...]:

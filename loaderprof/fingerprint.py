@@ -11,7 +11,9 @@ nothing here depends on object identity or addresses:
 * tensors and arrays become "<kind>(shape, dtype)#<digest>", of every byte when
   small and of a strided sample of their elements when large;
 * containers and other objects become "<type>#<digest of their pickle>", of a
-  head and tail sample when they are long;
+  head and tail sample when they are long; an object whose pickle passes 1 MiB
+  (a DataFrame, a whole inner Dataset) is named with its length, not digested,
+  so fingerprinting costs little and copies nothing large;
 * what cannot be pickled is named in `skipped` and left out.
 
 Memory shared with the workers (a tensor after `share_memory_()`, a
@@ -22,6 +24,7 @@ update in place shows on both sides and is never mistaken for stale state.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import pickle
 import random
 import types
@@ -53,12 +56,62 @@ _NOT_STATE = (
 )
 
 
+# Pickled bytes digested from one value at the most: pickling walks the object
+# (and under fork writes the refcounts of what it walks, copying pages), so a
+# large one is named, not digested.
+MAX_PICKLE_BYTES = 1 << 20
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _HashWriter:
+    """Feeds pickled bytes to a hash, and stops the pickler past MAX_PICKLE_BYTES."""
+
+    def __init__(self) -> None:
+        self.hash = hashlib.blake2b(digest_size=6)
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > MAX_PICKLE_BYTES:
+            raise _TooLarge
+        self.hash.update(data)
+        return len(data)
+
+
+def _canonical(obj: Any, depth: int = 0) -> Any:
+    """Sets in sorted order, inside the containers that hold them: a set's iteration
+    order follows the hash seed, which differs between the main process and
+    spawned workers (pickle's own hooks are not called for sets)."""
+    if depth > 4:
+        return obj
+    if isinstance(obj, (set, frozenset)):
+        return (type(obj).__name__, sorted((_canonical(v, depth + 1) for v in obj), key=repr))
+    if isinstance(obj, dict):
+        return {k: _canonical(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_canonical(v, depth + 1) for v in obj)
+    return obj
+
+
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=6).hexdigest()
 
 
 def _pickled(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=4)
+
+
+def _pickle_digest(obj: Any) -> str | None:
+    """A digest of the object's pickle; None when it is larger than MAX_PICKLE_BYTES."""
+    writer = _HashWriter()
+    try:
+        pickle.Pickler(writer, protocol=4).dump(_canonical(obj))
+    except _TooLarge:
+        return None
+    return writer.hash.hexdigest()
 
 
 def _rng_state(obj: Any) -> tuple[str, bytes] | None:
@@ -76,33 +129,56 @@ def _rng_state(obj: Any) -> tuple[str, bytes] | None:
     return kind, bytes(obj.get_state().numpy().tobytes())
 
 
+def _sampled(flat: Any, count: int) -> Any:
+    return flat[:: max(1, count // SAMPLE_ELEMENTS)] if count > SAMPLE_ELEMENTS else flat
+
+
 def _array_text(obj: Any) -> str | None:
-    """Tensors (torch) and arrays (numpy): shape, dtype and a digest of their content."""
+    """Tensors (torch) and arrays (numpy): shape, dtype and a digest of their content,
+    of every byte when small and of a strided sample of their elements when large."""
     is_tensor = hasattr(obj, "detach") and hasattr(obj, "numel")
     if not is_tensor and not (hasattr(obj, "dtype") and hasattr(obj, "tobytes")):
         return None
-    if is_tensor:
-        flat = obj.detach().cpu().reshape(-1)
-        count, itemsize = int(flat.numel()), int(flat.element_size())
-    else:
-        flat = obj.reshape(-1)
-        count, itemsize = int(flat.size), int(flat.itemsize)
-    if count * itemsize > SMALL_ARRAY_BYTES:
-        flat = flat[:: max(1, count // SAMPLE_ELEMENTS)]
-    data = flat.contiguous().numpy().tobytes() if is_tensor else flat.tobytes()
     kind = "Tensor" if is_tensor else "ndarray"
-    return f"{kind}({tuple(obj.shape)}, {obj.dtype})#{_digest(data)}"
+    head = f"{kind}({tuple(obj.shape)}, {obj.dtype})"
+    if is_tensor:
+        t = obj.detach().cpu()
+        count, large = int(t.numel()), int(t.numel()) * int(t.element_size()) > SMALL_ARRAY_BYTES
+        if large and not t.is_contiguous() and t.dim() > 0 and t.shape[0] > 0:
+            # Sample whole rows first, so a strided view is never copied in full.
+            t = t[:: max(1, t.shape[0] // SAMPLE_ELEMENTS)]
+            count = int(t.numel())
+        flat = t.reshape(-1)
+        flat = _sampled(flat, count) if large else flat
+        return f"{head}#{_digest(flat.contiguous().numpy().tobytes())}"
+    flat = obj.reshape(-1)
+    count = int(flat.size)
+    if count * int(flat.itemsize) > SMALL_ARRAY_BYTES:
+        flat = _sampled(flat, count)
+    if obj.dtype == object:
+        # Object arrays hold pointers: digest what they point to.
+        digest = _pickle_digest(flat.tolist())
+        return f"{head}#{digest}" if digest else f"{head}(too large to digest)"
+    return f"{head}#{_digest(flat.tobytes())}"
 
 
 def _container_text(obj: Any) -> str:
     name = type(obj).__name__
+    if isinstance(obj, (set, frozenset)) and len(obj) > 2 * SAMPLE_ITEMS:
+        return f"{name}(len={len(obj)})"  # no order to sample a head and tail from
     if isinstance(obj, (dict, list, tuple)) and len(obj) > 2 * SAMPLE_ITEMS:
-        items = list(obj.items()) if isinstance(obj, dict) else obj
-        sample = (len(obj), list(items[:SAMPLE_ITEMS]), list(items[-SAMPLE_ITEMS:]))
-        return f"{name}(len={len(obj)})#{_digest(_pickled(sample))}"
-    if isinstance(obj, (set, frozenset)):
-        obj = sorted(obj, key=repr)
-    return f"{name}#{_digest(_pickled(obj))}"
+        if isinstance(obj, dict):
+            head = list(itertools.islice(obj.items(), SAMPLE_ITEMS))
+            tail = list(itertools.islice(reversed(obj.items()), SAMPLE_ITEMS))
+        else:
+            head, tail = list(obj[:SAMPLE_ITEMS]), list(obj[-SAMPLE_ITEMS:])
+        digest = _pickle_digest((len(obj), head, tail))
+        return f"{name}(len={len(obj)})#{digest}"
+    digest = _pickle_digest(obj)
+    if digest is None:
+        size = f"len={len(obj)}, " if hasattr(obj, "__len__") else ""
+        return f"{name}({size}too large to digest)"
+    return f"{name}#{digest}"
 
 
 def describe(value: Any) -> str | None:

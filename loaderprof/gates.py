@@ -330,8 +330,10 @@ def evaluate(
 
     metrics = report_metrics(report, seed)
     for g in gates:
-        if g.metric.startswith(FINDING):
-            count = float(sum(1 for f in report.findings if f.id == g.metric[len(FINDING) :]))
+        finding_id = g.metric[len(FINDING) :]
+        # A finding whose check had no data to run is not measured: the gate skips.
+        if g.metric.startswith(FINDING) and finding_id in report.findings_checked:
+            count = float(sum(1 for f in report.findings if f.id == finding_id))
             metrics[g.metric] = MetricValue(count, count, count, 1)
     base = report_metrics(baseline, seed) if baseline is not None else {}
     rel = relative_metrics(report, baseline, seed) if baseline is not None else {}

@@ -337,6 +337,10 @@ def cli_type(cls: type, name: str) -> Any:
 
 def fill(cls: type[Any], values: Mapping[str, Any], *, what: str = "option") -> Any:
     """`cls(**values)` for the keys it has; an unknown key is a usage error with a hint."""
+    # The config file's names are the RunConfig's (sample_interval_ms): the API takes
+    # either spelling.
+    aliases = {f.metadata["key"]: f.name for f in dataclasses.fields(cls) if f.metadata["key"]}
+    values = {aliases.get(k, k): v for k, v in values.items()}
     known = names(cls)
     for key in values:
         if key not in known:

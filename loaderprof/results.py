@@ -534,6 +534,8 @@ class Report:
     # Under torchrun: every rank's figures and the per-node totals (rank 0 only).
     distributed: DistributedSummary | None = None
     projection: Projection | None = None
+    # The finding ids whose check had the data to run (see findings.checks_run).
+    findings_checked: tuple[str, ...] = ()
 
     @property
     def recommendation(self) -> Recommendation | None:

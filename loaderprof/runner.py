@@ -183,15 +183,19 @@ def _follow(
     """Tail the events until the process ends or the timeout passes."""
     deadline = time.monotonic() + timeout_s
     delivered: set[int] = set()
+    epoch = 0
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
             if sampler is not None:
                 if ev["ev"] == "epoch_start":
+                    epoch = ev["epoch"]
                     sampler.epoch_started()
                 elif ev["ev"] in ("epoch_end", "error"):
                     sampler.epoch_ended()
-                elif ev["ev"] == "batch" and ev["pid"] not in delivered:
+                elif ev["ev"] == "batch" and epoch == 1 and ev["pid"] not in delivered:
+                    # Epoch 1 only, where both arms start their workers: a deep
+                    # sample in later epochs would slow only the non-persistent arm.
                     delivered.add(ev["pid"])
                     sampler.request_deep()
             if on_event is not None:

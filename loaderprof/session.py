@@ -102,12 +102,16 @@ def build_report(
         wall_s=wall_s,
         extras=extras,
     )
-    from loaderprof.findings import find
+    from loaderprof.findings import find, findings_checked
     from loaderprof.state_findings import weigh
 
     findings = find(report)
     return dataclasses.replace(
-        report, findings=findings, verdict=weigh(report.verdict, findings), projection=projection
+        report,
+        findings=findings,
+        verdict=weigh(report.verdict, findings),
+        projection=projection,
+        findings_checked=findings_checked(report),
     )
 
 

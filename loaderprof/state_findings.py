@@ -17,6 +17,7 @@ Pure functions of a Report, like `loaderprof.findings`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -66,10 +67,16 @@ def _stale_in_trial(t: TrialResult) -> list[_Stale]:
     for epoch in sorted(main):
         changed = {a for a, v in main[epoch].items() if first.get(a) != v}
         for attr in sorted(changed - set(found)):
+            # Behind: the worker still holds a value the main process had before. A
+            # value the worker set itself (reseeding in worker_init_fn, a cache it
+            # filled) never appeared in the main process and is not stale.
+            earlier = {main[e][attr] for e in main if e < epoch and attr in main[e]}
             behind = [
                 w
                 for w in workers.get(epoch, [])
-                if attr in w.values and w.values[attr] != main[epoch][attr]
+                if attr in w.values
+                and w.values[attr] != main[epoch][attr]
+                and w.values[attr] in earlier
             ]
             if behind:
                 found[attr] = _Stale(
@@ -83,8 +90,12 @@ def _stale_in_trial(t: TrialResult) -> list[_Stale]:
 
 
 def check_stale_worker_state(report: Report) -> list[Finding]:
+    """Persistent workers only: non-persistent ones start after the epoch protocol
+    ran, from the main process's current state, so they cannot be behind it."""
     out = []
     for arm in report.arms.values():
+        if not arm.persistent:
+            continue
         stale = next((s for t in arm.trials if (s := _stale_in_trial(t))), [])
         if not stale:
             continue
@@ -223,15 +234,15 @@ def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | Non
         (f for f in relevant if f.id == "stale-worker-state" and f.arm == "persistent"), None
     )
     if stale is None:
-        return Verdict(
-            verdict.recommendation, verdict.headline, (*verdict.reasons, *reasons), depends
+        return dataclasses.replace(
+            verdict, reasons=(*verdict.reasons, *reasons), depends_on=depends
         )
     attr, epoch = stale.evidence["attribute"], stale.evidence["epoch"]
     if verdict.recommendation == "enable":
         headline = (
             f"Enable persistent_workers only after fixing `{attr}`: persistent workers never "
             f"see it change (from epoch {epoch}), so the model would train on other data. "
-            + verdict.headline.removeprefix("Enable persistent_workers: ").capitalize()
+            + _upper_first(verdict.headline.removeprefix("Enable persistent_workers: "))
         )
         return Verdict("enable", headline, (*reasons, *verdict.reasons), depends, verdict.decided)
     headline = (
@@ -239,6 +250,10 @@ def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | Non
         f"(from epoch {epoch}), so the model would train on other data."
     )
     return Verdict("keep_off", headline, (*reasons, *verdict.reasons), depends)
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _reason(f: Finding) -> str:

@@ -233,8 +233,10 @@ ProgressCallback = Callable[[int, int, SweepPoint, Mapping[str, Any] | None], No
 
 
 def _point_config(cfg: RunConfig, point: SweepPoint) -> RunConfig:
+    # A sweep reports no findings, so it pays for no state fingerprints.
     return dataclasses.replace(
         cfg,
+        state_checks=False,
         loader=dataclasses.replace(
             cfg.loader,
             num_workers=point.num_workers,

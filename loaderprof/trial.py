@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import multiprocessing
 import os
 import re
 import sys
@@ -118,7 +119,6 @@ def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
 
 def _seeded_torch(path: str, cfg: RunConfig) -> None:
     """Import torch (the `imported` event ends the imports phase) and seed it."""
-    import multiprocessing
 
     import torch
 
@@ -244,7 +244,6 @@ class EpochProtocol:
 def _epoch_counter(cfg: RunConfig) -> Any:
     """A shared int the workers read (fork inherits it; spawn pickles it with the
     probes while starting each worker)."""
-    import multiprocessing
 
     if not cfg.state_checks:
         return None
@@ -444,28 +443,27 @@ def run(plan: _Plan) -> None:
     loader = _build_loader(path, dataset, iterable, kwargs, counter)
     it = _run_epochs(path, cfg, loader, recorder, protocol)
     events.emit(path, "loader_closing")
+    # The loader's own worker processes: a Dataset may own others (a Manager, a
+    # Pool) that are not the loader's and that this does not wait for.
+    live = getattr(loader, "_iterator", None) or it
+    workers = list(getattr(live, "_workers", None) or [])
     # Dropping the last references runs the iterator's shutdown, which joins
-    # persistent workers; cycles are collected so no worker outlives this.
-    del it, loader
-    gc.collect()
-    alive = _wait_for_workers(timeout_s=_SHUTDOWN_WAIT_S)
+    # persistent workers. Only if some worker outlives that (a reference cycle
+    # keeps the iterator) are cycles collected: a full collection of a process
+    # that imported torch takes ~0.1 s, which is loaderprof's, not the loader's.
+    del it, loader, live
+    if any(w.is_alive() for w in workers):
+        gc.collect()
+    alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
     events.emit(path, "loader_closed", workers_alive=alive)
 
 
-def _wait_for_workers(timeout_s: float) -> int:
-    """Wait until the loader's worker processes have exited; return how many still live.
-
-    `active_children()` lists the live processes this process started through
-    multiprocessing (the DataLoader's workers) and reaps those that ended.
-    """
-    import multiprocessing
-
+def _wait_for_workers(workers: list[Any], timeout_s: float) -> int:
+    """Wait until the loader's worker processes have exited; return how many still live."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        alive = multiprocessing.active_children()
-        if not alive or time.monotonic() >= deadline:
-            return len(alive)
-        time.sleep(0.005)
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
+    return sum(1 for w in workers if w.is_alive())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -90,6 +90,15 @@ def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> No
     )
     followed = [*states[:3], _state(2, "worker", {"epoch": "1"}, 0)]
     assert _stale_in_trial(_with_states(followed)) == []  # type: ignore[arg-type]
+    # The main process reseeds in set_epoch, the worker in worker_init_fn: the worker's
+    # value never was the main's, so it is its own state, not stale.
+    reseeded = [
+        _state(1, "main", {"rng": "rng:a"}),
+        _state(2, "main", {"rng": "rng:b"}),
+        _state(1, "worker", {"rng": "rng:w1"}, 0),
+        _state(2, "worker", {"rng": "rng:w2"}, 0),
+    ]
+    assert _stale_in_trial(_with_states(reseeded)) == []  # type: ignore[arg-type]
 
 
 def _finding(fid: str, arm: str | None) -> Finding:
@@ -131,6 +140,10 @@ def test_a_gate_fails_on_a_finding_and_passes_without_it() -> None:
     assert (gate.metric, gate.op, gate.limit) == ("finding:stale-worker-state", "<=", 0.0)
     p, n = _pair([3.0, 1.0, 1.0], [3.0, 1.5, 1.5])
     report = build_report(RunConfig(dataset="a:B", epochs=3), [p, n], imported={})
+    # No fingerprints in these trials: the check did not run, so the gate cannot pass.
+    results, _ = evaluate(report, [gate])
+    assert results[0].status == "skipped"
+    report = dataclasses.replace(report, findings_checked=("stale-worker-state",))
     results, status = evaluate(report, [gate])
     assert status == "pass" and results[0].value == 0.0
     flagged = dataclasses.replace(report, findings=(_finding("stale-worker-state", "persistent"),))

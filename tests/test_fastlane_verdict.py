@@ -23,7 +23,7 @@ def test_a_real_12_percent_saving_with_too_few_epochs_is_undecided_and_says_what
     v = report.verdict  # type: ignore[attr-defined]
     assert v.recommendation == "neutral" and not v.decided
     assert v.headline.startswith("Not decided")
-    assert any("more steady epochs per arm" in r for r in v.reasons)
+    assert any("run more --epochs or --trials" in r for r in v.reasons)
 
 
 def test_the_same_saving_with_enough_epochs_is_enable() -> None:

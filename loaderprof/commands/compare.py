@@ -55,7 +55,12 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     outputs = Outputs("compare", out_opts, gate_opts)
     err = stderr_console()
     signals = Signals().install()
-    with trial_progress(prep.cfg, err, enabled=not ui.quiet) as on_progress:
+    from loaderprof.distributed import detect
+
+    ctx = detect()
+    # Under torchrun only rank 0 prints: a bar on every rank would garble the terminal.
+    shown = not ui.quiet and (ctx is None or ctx.rank == 0)
+    with trial_progress(prep.cfg, err, enabled=shown) as on_progress:
         done = api.execute(prep, on_progress=on_progress)
     if done.report is None:  # not rank 0: measured, handed over, silent
         return run_exit_code(done.local, signals)

@@ -14,7 +14,16 @@ from loaderprof.options import OutputOptions, RunOptions, SweepOptions, UiOption
 # A sweep sets these per point; its grid options take their place.
 GRID = ("num_workers", "prefetch_factor", "mp_context")
 # What a sweep does not use: the comparison of two arms and its statistics.
-NOT_FOR_SWEEP = (*GRID, "warmup_trials", "digests", "train_epochs", "min_gain")
+NOT_FOR_SWEEP = (
+    *GRID,
+    "warmup_trials",
+    "digests",
+    "train_epochs",
+    "min_gain",
+    "state_checks",
+    "set_epoch",
+    "epoch_hook",
+)
 OUTPUTS = ("json", "csv", "plot")
 
 DOC = "Sweep num_workers × prefetch_factor × start method × persistence; find the frontier."

@@ -187,8 +187,11 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     elif any(t.epochs for arm in report.arms.values() for t in arm.trials):
         from loaderprof.findings import checks_run
 
+        ran = checks_run(report)
         parts.append(
-            Text(f"lifecycle checks: no findings ({', '.join(checks_run(report))})", style="green")
+            Text(f"lifecycle checks: no findings ({', '.join(ran)})", style="green")
+            if ran
+            else Text("lifecycle checks: none had the data to run", style="yellow")
         )
     if report.gates:
         parts.append(gates_table(report))
