@@ -22,6 +22,13 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 MP_CONTEXTS = ("fork", "spawn", "forkserver")
+# Options whose RunConfig field carries its unit: the flag's name (--sample-interval)
+# and the field's (sample_interval_ms) are both accepted in a config file and the API.
+FLAG_KEYS = {
+    "sample_interval": "sample_interval_ms",
+    "uss_interval": "uss_interval_ms",
+    "trial_timeout": "trial_timeout_s",
+}
 
 
 @dataclass(frozen=True)
@@ -163,6 +170,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     normalized: dict[str, Any] = {}
     for key, value in data.items():
         norm = key.replace("-", "_")
+        norm = FLAG_KEYS.get(norm, norm)
         if norm not in CONFIG_KEYS:
             import difflib
 

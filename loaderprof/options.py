@@ -35,20 +35,17 @@ def opt(
     help: str,
     panel: str,
     default: Any = None,
-    key: str | None = None,
     cli_type: Any = None,
     hidden: bool = False,
 ) -> Any:
     """A field with what the CLI needs to show it.
 
-    key: the RunConfig / config-file name when it differs from the field name.
     cli_type: the type Typer parses when the API accepts more (batch size: 'none').
     """
     meta = {
         "flags": flags,
         "help": help,
         "panel": panel,
-        "key": key,
         "cli_type": cli_type,
         "hidden": hidden,
     }
@@ -138,7 +135,6 @@ class RunOptions:
         "--sample-interval",
         help="Memory sampling interval in ms; 0 turns sampling off (default: 50).",
         panel=MEASUREMENT,
-        key="sample_interval_ms",
     )
     uss_interval: float | None = opt(
         "--uss-interval",
@@ -146,7 +142,6 @@ class RunOptions:
         "walks page tables and slows the loader; they are also read whenever RSS rises, "
         "and on every sample between epochs) (default: 500).",
         panel=MEASUREMENT,
-        key="uss_interval_ms",
     )
     idle_ms: float | None = opt(
         "--idle-ms",
@@ -169,7 +164,6 @@ class RunOptions:
         "--trial-timeout",
         help="Seconds before a trial is killed (default: 900).",
         panel=MEASUREMENT,
-        key="trial_timeout_s",
     )
     digests: bool | None = opt(
         "--digests/--no-digests",
@@ -214,13 +208,14 @@ class RunOptions:
 
     def flags(self) -> dict[str, Any]:
         """The values given, under their RunConfig / config-file names (see `build_config`)."""
+        from loaderprof.config import FLAG_KEYS
         from loaderprof.spec import parse_args
 
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             if f.name in ("args", "config"):
                 continue
-            out[f.metadata["key"] or f.name] = getattr(self, f.name)
+            out[FLAG_KEYS.get(f.name, f.name)] = getattr(self, f.name)
         out["args"] = (
             dict(self.args) if isinstance(self.args, Mapping) else parse_args(list(self.args or ()))
         )
@@ -337,9 +332,11 @@ def cli_type(cls: type, name: str) -> Any:
 
 def fill(cls: type[Any], values: Mapping[str, Any], *, what: str = "option") -> Any:
     """`cls(**values)` for the keys it has; an unknown key is a usage error with a hint."""
-    # The config file's names are the RunConfig's (sample_interval_ms): the API takes
-    # either spelling.
-    aliases = {f.metadata["key"]: f.name for f in dataclasses.fields(cls) if f.metadata["key"]}
+    # RunConfig's own names (sample_interval_ms) are accepted too, as in the config file.
+    # (Imported here: the CLI's --help builds its options without loading config.)
+    from loaderprof.config import FLAG_KEYS
+
+    aliases = {key: name for name, key in FLAG_KEYS.items()}
     values = {aliases.get(k, k): v for k, v in values.items()}
     known = names(cls)
     for key in values:
