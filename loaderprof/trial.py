@@ -445,7 +445,11 @@ def run(plan: _Plan) -> None:
     events.emit(path, "loader_closing")
     # The loader's own worker processes: a Dataset may own others (a Manager, a
     # Pool) that are not the loader's and that this does not wait for.
-    live = getattr(loader, "_iterator", None) or it
+    # `is None`, not `or`: an iterator's truth value calls its len(), which an
+    # IterableDataset's sampler does not have.
+    live = getattr(loader, "_iterator", None)
+    if live is None:
+        live = it
     workers = list(getattr(live, "_workers", None) or [])
     # Dropping the last references runs the iterator's shutdown, which joins
     # persistent workers. Only if some worker outlives that (a reference cycle
