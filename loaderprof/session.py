@@ -67,6 +67,8 @@ def build_report(
         comparison, verdict, projection = _weigh_arms(cfg, p, n, train_epochs)
         if projection is not None and projection.unavailable:
             warnings.append(projection.unavailable)
+        if projection is not None:
+            warnings.extend(_short_epoch_warnings(cfg))
         for name, arm in arms.items():
             warnings.extend(analysis.noise_warnings(name, arm.summary))
         if p.summary.workers_reused is False or p.summary.workers_reused is None:
@@ -113,6 +115,19 @@ def build_report(
         projection=projection,
         findings_checked=findings_checked(report),
     )
+
+
+def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
+    """NOTE [short epochs]: an epoch's first batches come from the prefetch queue,
+    faster than the steady rate, so a cut that holds only those projects too short."""
+    queued = cfg.loader.num_workers * (cfg.loader.prefetch_factor or 2)
+    if cfg.max_batches is not None and cfg.max_batches < 4 * queued:
+        return [
+            f"--max-batches {cfg.max_batches}: the first {queued} batches of an epoch are "
+            "prefetched, so the per-batch time is faster than the steady rate and full "
+            f"epochs project short; use --max-batches {4 * queued} or more"
+        ]
+    return []
 
 
 def _weigh_arms(
