@@ -291,7 +291,8 @@ def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float)
     memory = (
         f"persistent workers hold {fmt_bytes(idle)} of private memory (USS) between epochs"
         if idle is not None
-        else "memory was not sampled (--sample-interval 0), so its cost is unknown"
+        else "memory between epochs was not sampled (--sample-interval 0 or --idle-ms 0), "
+        "so its cost is unknown"
     )
     p = comparison.steady_epoch_p
     p_text = f", Mann-Whitney p={p:.3g}" if p is not None else ""

@@ -47,7 +47,11 @@ def run(values: dict[str, Any]) -> int:
     gates = api.load_gates(gate_opts.fail_on, gate_opts.gates, None)
     outputs = Outputs("compare", out_opts)
     old_report, new_report = read_report(old), read_report(new)
-    cfg = RunConfig.from_dict(new_report.config)
+    # Only the seed matters here (the bootstrap behind the gates' intervals).
+    cfg = RunConfig(
+        dataset=str(new_report.config.get("dataset") or new),
+        seed=int(new_report.config.get("seed", 0)),
+    )
     prep = api.Prepared(cfg, tuple(gates), gate_opts.strict, old_report, old)
     report = api.finalize(new_report, prep)
     rows = [
