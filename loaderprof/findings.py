@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.results import ArmResult, Finding, Report, TrialResult, WorkerResult, WorkerState
+from loaderprof.results import (
+    CHECK_FINDINGS,
+    ArmResult,
+    Finding,
+    Report,
+    TrialResult,
+    WorkerResult,
+    WorkerState,
+)
 from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
 
@@ -424,25 +432,6 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_order,
     check_environment,
 )
-
-
-# Each check, by the name the tables show, and the findings it can report.
-CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
-    "stale worker state, repeated randomness": ("stale-worker-state", "repeated-randomness"),
-    "leaked handles, memory growth": (
-        "leaked-files",
-        "leaked-inet",
-        "leaked-threads",
-        "leaked-children",
-        "state-carried",
-        "memory-grows-every-epoch",
-    ),
-    "copy-on-read": ("copy-on-read",),
-    "iterable sharding": ("iterable-duplicates", "iterable-length"),
-    "order": ("order-repeats", "order-differs-between-arms"),
-    "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
-    "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
-}
 
 
 def checks_run(report: Report) -> list[str]:

@@ -415,26 +415,25 @@ class GateResult:
     baseline: float | None = None
 
 
+# Each check, by the name the tables show, and the findings it can report.
+CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
+    "stale worker state, repeated randomness": ("stale-worker-state", "repeated-randomness"),
+    "leaked handles, memory growth": (
+        "leaked-files",
+        "leaked-inet",
+        "leaked-threads",
+        "leaked-children",
+        "state-carried",
+        "memory-grows-every-epoch",
+    ),
+    "copy-on-read": ("copy-on-read",),
+    "iterable sharding": ("iterable-duplicates", "iterable-length"),
+    "order": ("order-repeats", "order-differs-between-arms"),
+    "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
+    "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
+}
 # Every finding id a check can report (gates may name one: `finding:ID`).
-FINDING_IDS = (
-    "stale-worker-state",
-    "repeated-randomness",
-    "rng-carried-in-workers",
-    "content-not-reproducible",
-    "leaked-files",
-    "leaked-inet",
-    "leaked-threads",
-    "leaked-children",
-    "state-carried",
-    "memory-grows-every-epoch",
-    "copy-on-read",
-    "order-repeats",
-    "order-differs-between-arms",
-    "iterable-duplicates",
-    "iterable-length",
-    "shm-near-limit",
-    "cgroup-memory-near-limit",
-)
+FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)
 
 
 @dataclass(frozen=True)
