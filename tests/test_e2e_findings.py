@@ -38,6 +38,10 @@ def test_check_finds_exactly_one(
         "4",
         "--mp-context",
         "fork",
+        # Pauses long enough for several sampling ticks each, however slow a tick is
+        # on a busy machine (the state checks read handles and memory in the pauses).
+        "--idle-ms",
+        "400",
         "--json",
         str(out),
     )
