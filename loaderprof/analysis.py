@@ -8,7 +8,7 @@ epochs. Steady epochs are pooled over trials.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,32 +24,67 @@ from loaderprof.results import (
     TrialResult,
     Verdict,
 )
+from loaderprof.stats import (
+    ALPHA,
+    CONFIDENCE,
+    Estimate,
+    bootstrap_ratio,
+    estimate_median,
+    estimate_ratio,
+    mann_whitney_p,
+)
 from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds
 
-BOOTSTRAP_RESAMPLES = 4000
+__all__ = ["ALPHA", "bootstrap_ratio", "mann_whitney_p"]
+
 NOISY_REL_IQR = 0.10
-ALPHA = 0.05
 
 
 def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
     return [t for t in trials if t.epochs]
 
 
+Groups = list[list[float]]
+
+
+def _flat(groups: Groups) -> list[float]:
+    return [v for g in groups for v in g]
+
+
+def cold_groups(trials: Sequence[TrialResult]) -> Groups:
+    """Per trial: its cold epoch's wall (NOTE [trial is the unit])."""
+    return [[t.epochs[0].wall_s] for t in _measured(trials) if t.epochs[0].epoch == 1]
+
+
+def steady_groups(trials: Sequence[TrialResult]) -> Groups:
+    """Per trial: the walls of its steady epochs."""
+    return [[e.wall_s for e in t.epochs if e.epoch >= 2] for t in _measured(trials)]
+
+
+def first_batch_groups(trials: Sequence[TrialResult]) -> Groups:
+    """Per trial: the first-batch waits of its steady epochs."""
+    return [
+        [e.first_batch_s for e in t.epochs if e.epoch >= 2 and e.first_batch_s is not None]
+        for t in _measured(trials)
+    ]
+
+
+def memory_groups(trials: Sequence[TrialResult], attr: str) -> Groups:
+    """Per trial: its one figure of `attr` (a peak, an idle level), where measured."""
+    values = (getattr(t.memory, attr) for t in _measured(trials))
+    return [[float(v)] for v in values if v is not None]
+
+
 def cold_walls(trials: Sequence[TrialResult]) -> list[float]:
-    return [t.epochs[0].wall_s for t in _measured(trials) if t.epochs[0].epoch == 1]
+    return _flat(cold_groups(trials))
 
 
 def steady_walls(trials: Sequence[TrialResult]) -> list[float]:
-    return [e.wall_s for t in _measured(trials) for e in t.epochs if e.epoch >= 2]
+    return _flat(steady_groups(trials))
 
 
 def steady_first_batches(trials: Sequence[TrialResult]) -> list[float]:
-    return [
-        e.first_batch_s
-        for t in _measured(trials)
-        for e in t.epochs
-        if e.epoch >= 2 and e.first_batch_s is not None
-    ]
+    return _flat(first_batch_groups(trials))
 
 
 def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
@@ -131,55 +166,6 @@ def workers_reused(trials: Sequence[TrialResult]) -> bool | None:
     return None
 
 
-def bootstrap_ratio(a: Sequence[float], b: Sequence[float], seed: int) -> Ratio | None:
-    """median(a) / median(b) with a percentile bootstrap 95 % interval."""
-    if not a or not b:
-        return None
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    mb = float(np.median(xb))
-    if mb <= 0:
-        return None
-    value = float(np.median(xa)) / mb
-    rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(xa, size=(BOOTSTRAP_RESAMPLES, xa.size)), axis=1)
-    rb = np.median(rng.choice(xb, size=(BOOTSTRAP_RESAMPLES, xb.size)), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = ra / rb
-    ratios = ratios[np.isfinite(ratios)]
-    lo, hi = np.percentile(ratios, [2.5, 97.5])
-    return Ratio(value, float(lo), float(hi))
-
-
-def bootstrap_median(values: Sequence[float], seed: int) -> tuple[float, float, float] | None:
-    """(median, low, high): the median with a percentile bootstrap 95 % interval."""
-    if not values:
-        return None
-    x = np.asarray(values, dtype=float)
-    med = float(np.median(x))
-    if x.size == 1:
-        return med, med, med
-    rng = np.random.default_rng(seed)
-    meds = np.median(rng.choice(x, size=(BOOTSTRAP_RESAMPLES, x.size)), axis=1)
-    lo, hi = np.percentile(meds, [2.5, 97.5])
-    return med, float(lo), float(hi)
-
-
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Two-sided Mann-Whitney U p-value; None when either side is empty."""
-    if not a or not b:
-        return None
-    from scipy.stats import mannwhitneyu
-
-    if len(set(a) | set(b)) == 1:
-        return 1.0
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-
-
-def trial_values(trials: Sequence[TrialResult], attr: str) -> list[float]:
-    vals = [getattr(t.memory, attr) for t in _measured(trials)]
-    return [float(v) for v in vals if v is not None]
-
-
 def break_even_epochs(cold_extra_s: float, saved_per_epoch_s: float) -> int | None:
     """Smallest epoch count N ≥ 2 at which cold_p + (N-1)·steady_p ≤ cold_np + (N-1)·steady_np."""
     if saved_per_epoch_s <= 0:
@@ -198,7 +184,11 @@ def compare(
     seed: int,
     train_epochs: int,
     memory_budget_bytes: int | None = None,
+    confidence: float = CONFIDENCE,
 ) -> Comparison:
+    """Persistent against non-persistent, trial against trial (NOTE [trial is the
+    unit]). `confidence` is the steady-epoch interval's: below 95 % when an
+    adaptive plan spends α over several looks (NOTE [sequential looks])."""
     saved = None
     if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
         saved = np_sum.steady_epoch_s.median - p_sum.steady_epoch_s.median
@@ -209,14 +199,21 @@ def compare(
     def diff(a: Stat | None, b: Stat | None) -> int | None:
         return None if a is None or b is None else int(a.median - b.median)
 
-    steady_p, steady_np = steady_walls(persistent), steady_walls(non_persistent)
-    steady_ratio = bootstrap_ratio(steady_p, steady_np, seed)
-    steady_pval = mann_whitney_p(steady_p, steady_np)
+    def est(groups: Callable[[Sequence[TrialResult]], Groups], shift: int) -> Estimate | None:
+        conf = confidence if shift == 0 else CONFIDENCE
+        return estimate_ratio(
+            groups(persistent), groups(non_persistent), seed=seed + shift, confidence=conf
+        )
+
+    steady = est(steady_groups, 0)
+    cold, first = est(cold_groups, 1), est(first_batch_groups, 2)
+    pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # Break-even and totals only count a saving the statistics support.
-    significant = significant_direction(steady_ratio, steady_pval) == "saving"
+    alpha = 1 - confidence
+    significant = (
+        steady is not None and significant_direction(steady.ratio, steady.p, alpha) == "saving"
+    )
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
-    pss_p = trial_values(persistent, "peak_total_pss_bytes")
-    pss_np = trial_values(non_persistent, "peak_total_pss_bytes")
     over = None
     if memory_budget_bytes is not None and p_sum.peak_total_pss_bytes is not None:
         over = p_sum.peak_total_pss_bytes.median > memory_budget_bytes
@@ -224,28 +221,25 @@ def compare(
     if saved is not None:
         total = saved * (train_epochs - 1) - max(0.0, cold_extra)
     return Comparison(
-        steady_epoch_ratio=steady_ratio,
-        cold_epoch_ratio=bootstrap_ratio(
-            cold_walls(persistent), cold_walls(non_persistent), seed + 1
-        ),
-        first_batch_ratio=bootstrap_ratio(
-            steady_first_batches(persistent), steady_first_batches(non_persistent), seed + 2
-        ),
+        steady_epoch_ratio=steady.ratio if steady else None,
+        cold_epoch_ratio=cold.ratio if cold else None,
+        first_batch_ratio=first.ratio if first else None,
         saved_s_per_epoch=saved,
         extra_idle_memory_bytes=diff(p_sum.idle_workers_uss_bytes, np_sum.idle_workers_uss_bytes),
         extra_peak_pss_bytes=diff(p_sum.peak_total_pss_bytes, np_sum.peak_total_pss_bytes),
         break_even_epochs=be,
         train_epochs=train_epochs,
         saved_s_total=total,
-        steady_epoch_p=steady_pval,
-        cold_epoch_p=mann_whitney_p(cold_walls(persistent), cold_walls(non_persistent)),
-        first_batch_p=mann_whitney_p(
-            steady_first_batches(persistent), steady_first_batches(non_persistent)
-        ),
-        peak_total_pss_ratio=bootstrap_ratio(pss_p, pss_np, seed + 3),
-        peak_total_pss_p=mann_whitney_p(pss_p, pss_np),
+        steady_epoch_p=steady.p if steady else None,
+        cold_epoch_p=cold.p if cold else None,
+        first_batch_p=first.p if first else None,
+        peak_total_pss_ratio=pss.ratio if pss else None,
+        peak_total_pss_p=pss.p if pss else None,
         memory_budget_bytes=memory_budget_bytes,
         over_budget=over,
+        unit=steady.unit if steady else None,
+        steady_epoch_n=steady.n if steady else None,
+        confidence=confidence,
     )
 
 
@@ -260,11 +254,13 @@ def _pct(ratio: float) -> str:
 Direction = Literal["saving", "loss"]
 
 
-def significant_direction(ratio: Ratio | None, p: float | None) -> Direction | None:
+def significant_direction(
+    ratio: Ratio | None, p: float | None, alpha: float = ALPHA
+) -> Direction | None:
     """The one test of a significant difference in a persistent ÷ non-persistent ratio:
-    its 95 % interval lies on one side of 1 and the Mann-Whitney p is below ALPHA.
+    its interval lies on one side of 1 and the test's p is below alpha.
     "saving": significantly below 1; "loss": significantly above 1; None: neither."""
-    if ratio is None or p is None or not p < ALPHA:
+    if ratio is None or p is None or not p < alpha:
         return None
     if ratio.ci_high < 1.0:
         return "saving"
@@ -295,20 +291,40 @@ def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float)
         "so its cost is unknown"
     )
     p = comparison.steady_epoch_p
-    p_text = f", Mann-Whitney p={p:.3g}" if p is not None else ""
+    if comparison.unit == "trial":
+        test = f"Welch t on {comparison.steady_epoch_n} trial medians per arm"
+    else:
+        test = "Mann-Whitney on the epochs of one trial per arm"
+    p_text = f", {test}, p={p:.3g}" if p is not None else ""
+    level = f"{comparison.confidence * 100:.3g} %"
     return _Evidence(
         ratio=r,
         saved_s=saved,
-        direction=significant_direction(r, p),
-        interval=f"ratio {fmt_ratio(r.value)}, 95 % CI {fmt_ratio(r.ci_low)}–"
+        direction=significant_direction(r, p, 1 - comparison.confidence),
+        interval=f"ratio {fmt_ratio(r.value)}, {level} CI {fmt_ratio(r.ci_low)}–"
         f"{fmt_ratio(r.ci_high)}{p_text}",
         memory=memory,
     )
 
 
-def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Verdict:
+def settled(r: Ratio, min_gain: float) -> bool:
+    """The adaptive plan's stop rule: the steady ratio's interval lies wholly on one
+    side of the --min-gain line (a saving worth enabling for, or not)."""
+    line = 1.0 - min_gain
+    return r.ci_high < line or r.ci_low > line
+
+
+def verdict(
+    comparison: Comparison,
+    p_sum: ArmSummary,
+    *,
+    min_gain: float,
+    max_trials: int | None = None,
+) -> Verdict:
     """enable: a significant saving of at least min_gain. keep_off: no significant
-    gain (or a loss) while persistence holds memory. neutral: anything else."""
+    gain (or a loss) while persistence holds memory. neutral: anything else.
+    With `max_trials` (the adaptive plan's cap) a verdict also needs the interval
+    settled on one side of the --min-gain line; until then it is not decided."""
     r = comparison.steady_epoch_ratio
     saved = comparison.saved_s_per_epoch
     if r is None or saved is None:
@@ -320,6 +336,8 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
     ev = _evidence(comparison, p_sum, r, saved)
     if comparison.over_budget and comparison.memory_budget_bytes is not None:
         return _over_budget_verdict(p_sum, ev, comparison.memory_budget_bytes)
+    if max_trials is not None and not settled(r, min_gain):
+        return _unsettled_verdict(comparison, ev, min_gain, max_trials)
     if ev.direction == "saving" and r.value <= 1.0 - min_gain:
         return _enable_verdict(comparison, ev)
     if ev.direction == "loss":
@@ -341,7 +359,7 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
                 ev.memory,
             ),
         )
-    n = p_sum.steady_epoch_s.n if p_sum.steady_epoch_s else 0
+    n = comparison.steady_epoch_n or 0
     if r.ci_high < 1.0 or r.ci_low > 1.0:
         # The interval is on one side but the test has too few epochs to confirm it.
         faster = "faster" if r.ci_high < 1.0 else "slower"
@@ -350,8 +368,8 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             "Not decided: the difference is not significant with this many epochs.",
             (
                 f"steady epochs look {_pct(r.value)} {faster} with persistent workers "
-                f"({ev.interval}), but too few steady epochs were measured for the rank test "
-                f"to confirm it (n={n} per arm): run more --epochs or --trials",
+                f"({ev.interval}), but too few were measured for the test to confirm it "
+                f"(n={n} per arm): run more --epochs or --trials",
                 ev.memory,
             ),
             decided=False,
@@ -366,7 +384,8 @@ def verdict(comparison: Comparison, p_sum: ArmSummary, *, min_gain: float) -> Ve
             (
                 f"no significant difference in steady epoch time ({ev.interval}), yet the "
                 f"interval reaches below {1.0 - min_gain:.2f}: it cannot rule out a saving "
-                f"worth enabling for (--min-gain {min_gain:g}); " + _what_decides(r, n, min_gain),
+                f"worth enabling for (--min-gain {min_gain:g}); "
+                + _what_decides(r, n, min_gain, comparison.unit),
                 ev.memory,
             ),
             decided=False,
@@ -386,16 +405,35 @@ def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
     return max(1, math.ceil(n * (half / distance) ** 2) - n)
 
 
-def _what_decides(r: Ratio, n: int, min_gain: float) -> str:
+def _what_decides(r: Ratio, n: int, min_gain: float, unit: str | None) -> str:
     more = epochs_to_decide(r, n, min_gain)
+    units = "trials" if unit == "trial" else "steady epochs"
     if more is None:
         return (
-            "the ratio sits at the line itself, so no practical number of epochs would "
+            f"the ratio sits at the line itself, so no practical number of {units} would "
             "decide it: the difference is too small to matter either way"
         )
-    return (
-        f"about {more} more steady epochs per arm (n={n} now) would decide it: "
-        "run more --epochs or --trials"
+    how = "raise --max-trials" if unit == "trial" else "run more --epochs or --trials"
+    return f"about {more} more {units} per arm (n={n} now) would decide it: {how}"
+
+
+def _unsettled_verdict(
+    comparison: Comparison, ev: _Evidence, min_gain: float, max_trials: int
+) -> Verdict:
+    r, n = ev.ratio, comparison.steady_epoch_n or 0
+    look = "faster" if r.value < 1.0 else "slower"
+    return Verdict(
+        "neutral",
+        f"Not decided: after {n} trials per arm the saving may or may not reach "
+        f"--min-gain {min_gain:g}.",
+        (
+            f"steady epochs look {_pct(r.value)} {look} with persistent workers "
+            f"({ev.interval}), but the interval reaches both sides of {1.0 - min_gain:.2f}, "
+            f"and the adaptive plan stopped at its cap (--max-trials {max_trials}); "
+            + _what_decides(r, n, min_gain, comparison.unit),
+            ev.memory,
+        ),
+        decided=False,
     )
 
 
@@ -469,43 +507,55 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
     return out
 
 
-def arm_samples(trials: Sequence[TrialResult]) -> dict[str, list[float]]:
-    """The raw values behind each gateable per-arm metric."""
+def arm_groups(trials: Sequence[TrialResult]) -> dict[str, Groups]:
+    """The values behind each gateable per-arm metric, grouped by trial."""
     measured = _measured(trials)
     return {
-        "steady_epoch_s": steady_walls(measured),
-        "cold_epoch_s": cold_walls(measured),
-        "first_batch_s": steady_first_batches(measured),
+        "steady_epoch_s": steady_groups(measured),
+        "cold_epoch_s": cold_groups(measured),
+        "first_batch_s": first_batch_groups(measured),
         "worker_startup_s": [
-            w.startup_s for t in measured for w in t.workers if w.startup_s is not None
+            [w.startup_s for w in t.workers if w.startup_s is not None] for t in measured
         ],
         "steady_samples_per_s": [
-            e.samples_per_s
+            [e.samples_per_s for e in t.epochs if e.epoch >= 2 and e.samples_per_s is not None]
             for t in measured
-            for e in t.epochs
-            if e.epoch >= 2 and e.samples_per_s is not None
         ],
-        "peak_worker_uss": trial_values(measured, "peak_worker_uss_bytes"),
-        "peak_total_pss": trial_values(measured, "peak_total_pss_bytes"),
-        "idle_workers_uss": trial_values(measured, "idle_workers_uss_bytes"),
-        "peak_main_pss": trial_values(measured, "peak_main_pss_bytes"),
+        "peak_worker_uss": memory_groups(measured, "peak_worker_uss_bytes"),
+        "peak_total_pss": memory_groups(measured, "peak_total_pss_bytes"),
+        "idle_workers_uss": memory_groups(measured, "idle_workers_uss_bytes"),
+        "peak_main_pss": memory_groups(measured, "peak_main_pss_bytes"),
     }
 
 
-def ratio_sample_count(name: str, persistent: Sequence[TrialResult]) -> int:
-    """How many of the persistent arm's values stand behind a ratio metric (the
-    numerator of its bootstrap, as `compare` draws it)."""
-    values = {
-        "steady_epoch_ratio": steady_walls,
-        "cold_epoch_ratio": cold_walls,
-        "first_batch_ratio": steady_first_batches,
-        "peak_total_pss_ratio": lambda ts: trial_values(ts, "peak_total_pss_bytes"),
-    }[name]
-    return len(values(persistent))
+def arm_samples(trials: Sequence[TrialResult]) -> dict[str, list[float]]:
+    """The raw values behind each gateable per-arm metric."""
+    return {k: _flat(v) for k, v in arm_groups(trials).items()}
+
+
+_RATIO_GROUPS: dict[str, Callable[[Sequence[TrialResult]], Groups]] = {
+    "steady_epoch_ratio": steady_groups,
+    "cold_epoch_ratio": cold_groups,
+    "first_batch_ratio": first_batch_groups,
+    "peak_total_pss_ratio": lambda ts: memory_groups(ts, "peak_total_pss_bytes"),
+}
+
+
+def ratio_sample_count(
+    name: str, persistent: Sequence[TrialResult], non_persistent: Sequence[TrialResult]
+) -> int:
+    """How many units of the persistent arm stand behind a ratio metric, as `compare`
+    draws it: trials, or values when an arm has a single trial."""
+    groups = _RATIO_GROUPS[name]
+    a, b = groups(persistent), groups(non_persistent)
+    figures = [g for g in a if g]
+    if len(figures) >= 2 and len([g for g in b if g]) >= 2:
+        return len(figures)
+    return len(_flat(a))
 
 
 def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
-    """Every gateable metric of a report, each with a 95 % interval."""
+    """Every gateable metric of a report, each with a 95 % interval (trial as unit)."""
     out: dict[str, MetricValue] = {}
     c = report.comparison
     if c is not None:
@@ -516,13 +566,15 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             ("peak_total_pss_ratio", c.peak_total_pss_ratio),
         ):
             if r is not None:
-                n = ratio_sample_count(name, report.arms["persistent"].trials)
+                n = ratio_sample_count(
+                    name, report.arms["persistent"].trials, report.arms["non_persistent"].trials
+                )
                 out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n)
     for arm_name, arm in report.arms.items():
-        for metric, values in arm_samples(arm.trials).items():
-            est = bootstrap_median(values, seed)
+        for metric, groups in arm_groups(arm.trials).items():
+            est = estimate_median(groups, seed=seed)
             if est is not None:
-                out[f"{arm_name}.{metric}"] = MetricValue(*est, n=len(values))
+                out[f"{arm_name}.{metric}"] = MetricValue(*est)
     if report.distributed is not None and report.distributed.nodes:
         # Node totals are sums of per-rank medians: no interval, so gates on them
         # are decided by the value (the largest node).
@@ -541,28 +593,36 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
     return out
 
 
-def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, MetricValue]:
-    """new ÷ baseline for every per-arm metric, with a bootstrap interval."""
-    out: dict[str, MetricValue] = {}
-    for arm_name in new.arms:
-        if arm_name not in old.arms:
+def _arm_estimates(new: Report, old: Report, seed: int) -> dict[str, tuple[Estimate, float, float]]:
+    """new ÷ old for every per-arm metric both reports have: (estimate, old median,
+    new median)."""
+    out = {}
+    for arm_name in ("persistent", "non_persistent"):
+        if arm_name not in old.arms or arm_name not in new.arms:
             continue
-        a = arm_samples(new.arms[arm_name].trials)
-        b = arm_samples(old.arms[arm_name].trials)
-        for metric in a:
-            r = bootstrap_ratio(a[metric], b.get(metric, []), seed)
-            if r is not None:
-                out[f"{arm_name}.{metric}"] = MetricValue(
-                    r.value, r.ci_low, r.ci_high, len(a[metric])
+        a = arm_groups(new.arms[arm_name].trials)
+        b = arm_groups(old.arms[arm_name].trials)
+        for metric, groups in a.items():
+            base = b.get(metric, [])
+            est = estimate_ratio(groups, base, seed=seed)
+            if est is not None:
+                out[f"{arm_name}.{metric}"] = (
+                    est,
+                    float(np.median(_flat(base))),
+                    float(np.median(_flat(groups))),
                 )
+    return out
+
+
+def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, MetricValue]:
+    """new ÷ baseline for every per-arm metric, with its interval (trial as unit)."""
+    out: dict[str, MetricValue] = {
+        name: MetricValue(e.ratio.value, e.ratio.ci_low, e.ratio.ci_high, e.n)
+        for name, (e, _, _) in _arm_estimates(new, old, seed).items()
+    }
     # Ratios relative to the baseline's ratios (e.g. steady_epoch_ratio:+10%).
     nm, om = report_metrics(new, seed), report_metrics(old, seed)
-    for name in (
-        "steady_epoch_ratio",
-        "cold_epoch_ratio",
-        "first_batch_ratio",
-        "peak_total_pss_ratio",
-    ):
+    for name in _RATIO_GROUPS:
         if name in nm and name in om and om[name].value > 0:
             base = om[name].value
             v = nm[name]
@@ -580,25 +640,9 @@ class MetricDiff:
 
 
 def diff_reports(old: Report, new: Report, seed: int = 0) -> list[MetricDiff]:
-    """Per-arm metrics of `new` against `old`: medians, ratio with CI, Mann-Whitney p."""
-    out = []
-    for arm_name in ("persistent", "non_persistent"):
-        if arm_name not in old.arms or arm_name not in new.arms:
-            continue
-        a = arm_samples(new.arms[arm_name].trials)
-        b = arm_samples(old.arms[arm_name].trials)
-        for metric, values in a.items():
-            base = b.get(metric, [])
-            r = bootstrap_ratio(values, base, seed)
-            if r is None:
-                continue
-            out.append(
-                MetricDiff(
-                    f"{arm_name}.{metric}",
-                    float(np.median(base)),
-                    float(np.median(values)),
-                    r,
-                    mann_whitney_p(values, base),
-                )
-            )
-    return out
+    """Per-arm metrics of `new` against `old`: medians, ratio with CI, and the test
+    (NOTE [trial is the unit])."""
+    return [
+        MetricDiff(name, base, value, e.ratio, e.p)
+        for name, (e, base, value) in _arm_estimates(new, old, seed).items()
+    ]

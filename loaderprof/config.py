@@ -22,6 +22,9 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 MP_CONTEXTS = ("fork", "spawn", "forkserver")
+AUTO = "auto"
+# Trials per arm of a plan that cannot adapt (a sweep, a torchrun job) under "auto".
+FIXED_TRIALS = 3
 # Options whose RunConfig field carries its unit: the flag's name (--sample-interval)
 # and the field's (sample_interval_ms) are both accepted in a config file and the API.
 FLAG_KEYS = {
@@ -55,7 +58,10 @@ class RunConfig:
     dataset_args: Mapping[str, Any] = field(default_factory=dict)
     loader: LoaderOptions = field(default_factory=LoaderOptions)
     epochs: int = 5
-    trials: int = 3
+    # "auto": the adaptive plan (NOTE [sequential looks]) runs A B B A blocks until
+    # the verdict settles or `max_trials` per arm; an integer fixes the plan.
+    trials: int | str = "auto"
+    max_trials: int = 6
     warmup_trials: int = 0
     seed: int = 0
     # Simulated per-batch training step in the main process (sleep: the
@@ -95,6 +101,20 @@ class RunConfig:
     world_size: int = 1
 
     @property
+    def adaptive(self) -> bool:
+        return self.trials == AUTO
+
+    @property
+    def fixed_trials(self) -> int:
+        """Trials per arm where a plan cannot adapt (sweeps, torchrun): --trials N, or 3."""
+        return self.trials if isinstance(self.trials, int) else FIXED_TRIALS
+
+    @property
+    def planned_trials(self) -> int:
+        """The most trials per arm this run may take (the progress bar's total)."""
+        return self.max_trials if self.adaptive else self.fixed_trials
+
+    @property
     def effective_idle_ms(self) -> float:
         if self.idle_ms is not None:
             return self.idle_ms
@@ -131,7 +151,7 @@ _INT_KEYS = {
     "num_workers",
     "prefetch_factor",
     "epochs",
-    "trials",
+    "max_trials",
     "warmup_trials",
     "seed",
     "train_epochs",
@@ -203,6 +223,16 @@ def _check_type(key: str, value: Any, source: str) -> Any:
     elif key in _STR_KEYS:
         if not isinstance(value, str):
             raise bad("a string")
+    elif key == "trials":
+        text = str(value).strip().lower() if isinstance(value, str) else None
+        if text == AUTO:
+            return AUTO
+        if text is not None and text.lstrip("-").isdigit():
+            return int(text)
+        if isinstance(value, bool) or not isinstance(value, int):
+            if source == "the command line":
+                raise UsageError(f"--trials must be an integer or 'auto', got {value!r}")
+            raise bad("an integer or 'auto'")
     elif key == "memory_budget":
         from loaderprof.units import parse_size
 
@@ -316,8 +346,10 @@ def validate(cfg: RunConfig) -> None:
             f"--epochs {cfg.epochs}: need at least 2, since epoch 1 is cold in both arms and "
             "persistence only changes epochs 2..N"
         )
-    if cfg.trials < 1:
-        raise UsageError(f"--trials must be ≥ 1, got {cfg.trials}")
+    if isinstance(cfg.trials, int) and cfg.trials < 1:
+        raise UsageError(f"--trials must be ≥ 1 (or 'auto'), got {cfg.trials}")
+    if cfg.max_trials < 1:
+        raise UsageError(f"--max-trials must be ≥ 1, got {cfg.max_trials}")
     if cfg.warmup_trials < 0:
         raise UsageError(f"--warmup-trials must be ≥ 0, got {cfg.warmup_trials}")
     if cfg.train_epochs is not None and cfg.train_epochs < 1:

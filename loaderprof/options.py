@@ -149,8 +149,17 @@ class RunOptions:
         "sampled (default: 3 sampling intervals).",
         panel=MEASUREMENT,
     )
-    trials: int | None = opt(
-        "--trials", help="Trials per arm, interleaved A B B A (default: 3).", panel=MEASUREMENT
+    trials: int | str | None = opt(
+        "--trials",
+        help="Trials per arm, interleaved A B B A: 'auto' (the default) runs A B B A blocks "
+        "until the verdict is settled or --max-trials is reached; N fixes the plan.",
+        panel=MEASUREMENT,
+        cli_type=str,
+    )
+    max_trials: int | None = opt(
+        "--max-trials",
+        help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
+        panel=MEASUREMENT,
     )
     warmup_trials: int | None = opt(
         "--warmup-trials",

@@ -328,7 +328,7 @@ class ArmResult:
 
 @dataclass(frozen=True)
 class Ratio:
-    """persistent / non_persistent, with a seeded bootstrap 95 % interval."""
+    """persistent / non_persistent, with its interval (see Comparison.confidence)."""
 
     value: float
     ci_low: float
@@ -350,7 +350,8 @@ class Comparison:
     break_even_epochs: int | None
     train_epochs: int
     saved_s_total: float | None
-    # Two-sided Mann-Whitney U p-values (persistent vs non-persistent samples).
+    # Two-sided p-values of persistent vs non-persistent: a Welch t on the logs of
+    # the trial figures, or Mann-Whitney on the values when an arm has one trial.
     steady_epoch_p: float | None = None
     cold_epoch_p: float | None = None
     first_batch_p: float | None = None
@@ -358,6 +359,13 @@ class Comparison:
     peak_total_pss_p: float | None = None
     memory_budget_bytes: int | None = None
     over_budget: bool | None = None
+    # NOTE [trial is the unit]: "trial" when each arm had two or more trials, "epoch"
+    # when one trial's epochs had to stand in; and how many units per arm.
+    unit: str | None = None
+    steady_epoch_n: int | None = None
+    # The steady-epoch interval's confidence: 0.95, or 1 − 0.05 / looks for an
+    # adaptive plan (NOTE [sequential looks]). The other intervals are 95 %.
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -511,6 +519,24 @@ class BaselineInfo:
 
 
 @dataclass(frozen=True)
+class PlanInfo:
+    """How many trials ran and why the plan stopped (NOTE [sequential looks])."""
+
+    # "adaptive" (--trials auto) or "fixed" (--trials N, or any torchrun job).
+    mode: str
+    trials_per_arm: int
+    # The adaptive plan's cap and the looks it may take / took; 1 and 1 when fixed.
+    max_trials: int
+    looks_planned: int
+    looks_taken: int
+    # The steady-epoch interval's confidence at every look.
+    confidence: float
+    settled: bool
+    # Why the plan ended, in words.
+    stopped: str
+
+
+@dataclass(frozen=True)
 class Report:
     schema_version: int
     tool: Mapping[str, str]
@@ -535,6 +561,7 @@ class Report:
     projection: Projection | None = None
     # The finding ids whose check had the data to run (see findings.checks_run).
     findings_checked: tuple[str, ...] = ()
+    plan: PlanInfo | None = None
 
     @property
     def recommendation(self) -> Recommendation | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from loaderprof.config import RunConfig
 from loaderprof.results import TrialResult
 from loaderprof.runner import TrialInterrupted, TrialPlan, TrialRunner, run_trial
+from loaderprof.stats import look_points
 
 ARM_PERSISTENT = TrialPlan("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
@@ -56,6 +57,8 @@ class ScheduleOutcome:
 
 
 ProgressCallback = Callable[[TrialPlan, Mapping[str, Any] | None], None]
+# Given the measured trials so far, whether the run may stop now.
+StopRule = Callable[[Sequence[TrialResult]], bool]
 
 
 def run_trials(
@@ -64,10 +67,12 @@ def run_trials(
     runner: TrialRunner | None = None,
     on_progress: ProgressCallback | None = None,
     sync: Callable[[], None] | None = None,
+    stop: StopRule | None = None,
 ) -> ScheduleOutcome:
     """Run the trials in order. With `sync` (a barrier across torchrun ranks) every
     planned trial starts together on all ranks; a rank whose trial failed stops
-    measuring but keeps taking part in the barriers, so no other rank hangs."""
+    measuring but keeps taking part in the barriers, so no other rank hangs.
+    `stop` is asked after every trial whether the rest may be left out."""
     run = runner or run_trial
     results: list[TrialResult] = []
     failed: set[str] = set()
@@ -92,7 +97,24 @@ def run_trials(
             results.append(result)
             if not result.complete:
                 failed.add(item.group)
+            elif stop is not None and stop(results):
+                break
     return ScheduleOutcome(tuple(results), None)
+
+
+def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:
+    """The adaptive plan's stop rule: at each look (NOTE [sequential looks]), once both
+    arms have the same number of measured trials, stop if `settled` says so."""
+    looks = set(look_points(cfg.max_trials))
+
+    def stop(results: Sequence[TrialResult]) -> bool:
+        measured = [t for t in results if not t.warmup]
+        k = sum(t.arm == ARM_PERSISTENT.arm for t in measured)
+        if k not in looks or 2 * k != len(measured) or k == cfg.max_trials:
+            return False
+        return settled(measured)
+
+    return stop
 
 
 def run_schedule(
@@ -101,9 +123,18 @@ def run_schedule(
     runner: TrialRunner | None = None,
     on_progress: ProgressCallback | None = None,
     sync: Callable[[], None] | None = None,
+    settled: StopRule | None = None,
 ) -> ScheduleOutcome:
-    """compare's plan: both arms, trials interleaved; the first failure ends it."""
-    plans = trial_order(cfg.trials, cfg.seed, cfg.warmup_trials)
+    """compare's plan: both arms, trials interleaved; the first failure ends it. An
+    adaptive plan (not under torchrun, whose ranks run one plan together) runs up to
+    --max-trials and stops at the first look where `settled` holds."""
+    adaptive = cfg.adaptive and sync is None and settled is not None
+    total = cfg.max_trials if adaptive else cfg.fixed_trials
+    plans = trial_order(total, cfg.seed, cfg.warmup_trials)
     return run_trials(
-        (Scheduled(cfg, plan) for plan in plans), runner=runner, on_progress=on_progress, sync=sync
+        (Scheduled(cfg, plan) for plan in plans),
+        runner=runner,
+        on_progress=on_progress,
+        sync=sync,
+        stop=looks_stop(cfg, settled) if adaptive and settled is not None else None,
     )

@@ -15,6 +15,7 @@ from loaderprof.results import (
     SCHEMA_VERSION,
     ArmResult,
     Comparison,
+    PlanInfo,
     Projection,
     Report,
     TrialError,
@@ -22,7 +23,8 @@ from loaderprof.results import (
     Verdict,
 )
 from loaderprof.runner import TrialRunner
-from loaderprof.scheduler import ProgressCallback, run_schedule
+from loaderprof.scheduler import ProgressCallback, StopRule, run_schedule
+from loaderprof.stats import CONFIDENCE, look_confidence, look_points
 from loaderprof.version import __version__
 
 
@@ -40,24 +42,17 @@ def build_report(
 ) -> Report:
     from loaderprof import analysis
 
-    arms: dict[str, ArmResult] = {}
-    for name in ARMS:
-        arm_trials = tuple(t for t in trials if t.arm == name and not t.warmup)
-        arms[name] = ArmResult(
-            name=name,
-            persistent=name == "persistent",
-            trials=arm_trials,
-            summary=analysis.summarize_arm(arm_trials),
-            warmup_trials=tuple(t for t in trials if t.arm == name and t.warmup),
-        )
+    arms = _arms(trials)
     p, n = arms["persistent"], arms["non_persistent"]
     errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
+    counts = {len(a.trials) for a in arms.values()}
+    planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
     complete = (
         not errors
         and not interrupted
-        and all(
-            len(a.trials) == cfg.trials and all(t.complete for t in a.trials) for a in arms.values()
-        )
+        and len(counts) == 1
+        and counts <= planned
+        and all(t.complete for a in arms.values() for t in a.trials)
     )
     comparison = verdict = projection = None
     warnings: list[str] = []
@@ -114,7 +109,78 @@ def build_report(
         verdict=weigh(report.verdict, findings),
         projection=projection,
         findings_checked=findings_checked(report),
+        plan=_plan_info(cfg, len(p.trials), verdict),
     )
+
+
+def _adaptive(cfg: RunConfig) -> bool:
+    """--trials auto, except under torchrun, where all ranks run one fixed plan."""
+    return cfg.adaptive and cfg.world_size == 1
+
+
+def _confidence(cfg: RunConfig) -> float:
+    """NOTE [sequential looks]: α spent evenly over the looks an adaptive plan may take."""
+    if not _adaptive(cfg):
+        return CONFIDENCE
+    return look_confidence(len(look_points(cfg.max_trials)))
+
+
+def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
+    from loaderprof import analysis
+
+    arms: dict[str, ArmResult] = {}
+    for name in ARMS:
+        arm_trials = tuple(t for t in trials if t.arm == name and not t.warmup)
+        arms[name] = ArmResult(
+            name=name,
+            persistent=name == "persistent",
+            trials=arm_trials,
+            summary=analysis.summarize_arm(arm_trials),
+            warmup_trials=tuple(t for t in trials if t.arm == name and t.warmup),
+        )
+    return arms
+
+
+def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInfo:
+    settled = verdict is not None and verdict.decided
+    if not _adaptive(cfg):
+        why = "torchrun: every rank runs one fixed plan" if cfg.adaptive else "--trials"
+        return PlanInfo(
+            "fixed",
+            per_arm,
+            cfg.fixed_trials,
+            1,
+            1,
+            _confidence(cfg),
+            settled,
+            f"fixed plan ({why}): {cfg.fixed_trials} trials per arm",
+        )
+    looks = look_points(cfg.max_trials)
+    taken = sum(1 for k in looks if k <= per_arm)
+    if settled and per_arm < cfg.max_trials:
+        stopped = f"settled after {per_arm} trials per arm (look {taken} of {len(looks)})"
+    elif settled:
+        stopped = f"settled at the cap, --max-trials {cfg.max_trials}"
+    elif per_arm >= cfg.max_trials:
+        stopped = f"not settled at the cap, --max-trials {cfg.max_trials}"
+    else:
+        stopped = f"stopped after {per_arm} trials per arm, before the plan could settle"
+    return PlanInfo(
+        "adaptive", per_arm, cfg.max_trials, len(looks), taken, _confidence(cfg), settled, stopped
+    )
+
+
+def settled_rule(cfg: RunConfig, train_epochs: int | None = None) -> StopRule:
+    """Whether the measured trials already give a settled verdict (the adaptive stop rule)."""
+
+    def settled(trials: Sequence[TrialResult]) -> bool:
+        arms = _arms(trials)
+        p, n = arms["persistent"], arms["non_persistent"]
+        if not (p.summary.steady_epoch_s and n.summary.steady_epoch_s):
+            return False
+        return _weigh_arms(cfg, p, n, train_epochs)[1].decided
+
+    return settled
 
 
 def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
@@ -169,8 +235,14 @@ def _weigh_arms(
         seed=cfg.seed,
         train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
         memory_budget_bytes=cfg.memory_budget_bytes,
+        confidence=_confidence(cfg),
     )
-    return comparison, analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain), info
+    cap = cfg.max_trials if _adaptive(cfg) else None
+    return (
+        comparison,
+        analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain, max_trials=cap),
+        info,
+    )
 
 
 def run_compare(
@@ -194,7 +266,13 @@ def run_compare(
             on_progress(plan, ev)
 
     start = time.monotonic()
-    outcome = run_schedule(cfg, runner=runner, on_progress=capture, sync=sync)
+    outcome = run_schedule(
+        cfg,
+        runner=runner,
+        on_progress=capture,
+        sync=sync,
+        settled=settled_rule(cfg, train_epochs),
+    )
     return build_report(
         cfg,
         outcome.trials,

@@ -249,7 +249,7 @@ def _point_config(cfg: RunConfig, point: SweepPoint) -> RunConfig:
 def _schedule(cfg: RunConfig, points: list[SweepPoint]) -> list[Scheduled]:
     """Rounds of one trial per point, each round in a freshly shuffled (seeded) order."""
     out = []
-    for i in range(cfg.trials):
+    for i in range(cfg.fixed_trials):
         order = list(points)
         random.Random(cfg.seed + i).shuffle(order)
         out += [
@@ -271,7 +271,7 @@ def run_sweep(
         raise UsageError("the sweep has no valid combination: " + "; ".join(skipped))
     by_label = {p.label: p for p in points}
     imported: dict[str, Any] = {}
-    total = len(points) * cfg.trials
+    total = len(points) * cfg.fixed_trials
     started: list[TrialPlan] = []
 
     def forward(plan: TrialPlan, ev: Mapping[str, Any] | None) -> None:

@@ -151,24 +151,26 @@ def test_each_ratio_reports_the_n_behind_it() -> None:
     n1 = _trial("non_persistent", n_walls, idle=0, reused=False, index=1)
     cfg = RunConfig(dataset="a:B", epochs=len(walls), trials=2)
     metrics = analysis.report_metrics(build_report(cfg, [p0, n0, p1, n1], imported=IMPORTED))
-    assert metrics["steady_epoch_ratio"].n == 8  # 2 trials × epochs 2..5
-    assert metrics["cold_epoch_ratio"].n == 2  # one cold epoch per trial
-    assert metrics["first_batch_ratio"].n == 6  # 8 steady epochs, 2 without a first batch
-    assert metrics["peak_total_pss_ratio"].n == 1  # one trial has the figure
-    # The per-arm metrics keep their own counts.
-    assert metrics["persistent.steady_epoch_s"].n == 8
-    assert metrics["persistent.first_batch_s"].n == 6
+    # NOTE [trial is the unit]: two trials per arm, so the units are trials.
+    assert metrics["steady_epoch_ratio"].n == 2
+    assert metrics["cold_epoch_ratio"].n == 2
+    assert metrics["first_batch_ratio"].n == 2  # the second trial still has two
+    # One persistent trial has the figure: its values stand in (one).
+    assert metrics["peak_total_pss_ratio"].n == 1
+    assert metrics["persistent.steady_epoch_s"].n == 2
+    assert metrics["persistent.first_batch_s"].n == 2
 
 
-def test_ratio_sample_count_matches_the_values_compare_uses() -> None:
-    p, _ = _pair([3.0, 1.0, 1.0, 1.0], [3.0, 2.0, 2.0, 2.0])
-    trials = [p, _without_first_batch(p, {4})]
-    assert analysis.ratio_sample_count("steady_epoch_ratio", trials) == len(
-        analysis.steady_walls(trials)
-    )
-    assert analysis.ratio_sample_count("cold_epoch_ratio", trials) == 2
-    assert analysis.ratio_sample_count("first_batch_ratio", trials) == 5
-    assert analysis.ratio_sample_count("peak_total_pss_ratio", trials) == 2
+def test_ratio_sample_count_matches_the_units_compare_uses() -> None:
+    p, n = _pair([3.0, 1.0, 1.0, 1.0], [3.0, 2.0, 2.0, 2.0])
+    p2 = _without_first_batch(p, {4})
+    # Two trials per arm: trials are the units.
+    assert analysis.ratio_sample_count("steady_epoch_ratio", [p, p2], [n, n]) == 2
+    assert analysis.ratio_sample_count("peak_total_pss_ratio", [p, p2], [n, n]) == 2
+    # One trial in an arm: its values stand in, as in compare's fallback.
+    assert analysis.ratio_sample_count("steady_epoch_ratio", [p, p2], [n]) == 6
+    assert analysis.ratio_sample_count("first_batch_ratio", [p, p2], [n]) == 5
+    assert analysis.ratio_sample_count("cold_epoch_ratio", [p, p2], [n]) == 2
 
 
 # -- measured node worker count ------------------------------------------------------

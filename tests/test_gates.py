@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loaderprof import analysis
+from loaderprof import analysis, stats
 from loaderprof.config import RunConfig
 from loaderprof.environment import fingerprint_differences
 from loaderprof.errors import UsageError
@@ -138,7 +138,7 @@ def test_mann_whitney_and_bootstrap_median() -> None:
     assert analysis.mann_whitney_p([1, 2, 3, 4], [5, 6, 7, 8]) == pytest.approx(2 / 70)
     assert analysis.mann_whitney_p([1.0], [1.0]) == 1.0
     assert analysis.mann_whitney_p([], [1.0]) is None
-    est = analysis.bootstrap_median([1.0, 2.0, 3.0, 4.0, 5.0], seed=0)
+    est = stats.bootstrap_median([1.0, 2.0, 3.0, 4.0, 5.0], seed=0)
     assert est is not None and est[0] == 3.0 and est[1] <= 3.0 <= est[2]
 
 

@@ -64,7 +64,7 @@ def run(values: dict[str, Any]) -> int:
             console=err,
             transient=True,
         )
-        task = progress.add_task("sweep", total=len(points) * cfg.trials)
+        task = progress.add_task("sweep", total=len(points) * cfg.fixed_trials)
 
         def on_progress(done: int, total: int, point: Any, ev: Any) -> None:
             progress.update(task, completed=done, description=point.label)

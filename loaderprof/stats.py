@@ -1,0 +1,198 @@
+"""Intervals and tests, with the trial as the statistical unit.
+
+NOTE [trial is the unit]: the epochs of one trial share a process, its
+allocator, its page cache and the machine's state at that moment, so they are
+not independent draws. Pooling them makes intervals too narrow whenever trials
+differ from each other (pyperf treats each worker process as its unit for the
+same reason). So each trial is reduced to one figure (the median of its
+values: its steady epochs, its first batches; a memory peak is already one per
+trial) and the arms are compared on those figures: a Welch t on their logs,
+whose interval is exp(difference of mean logs ± t·SE). With a handful of
+trials a t interval keeps its nominal coverage where a bootstrap of 3 units
+cannot (benchmarks/interval_coverage.py measures both). Only with a single
+trial in an arm, where trial-to-trial spread cannot be seen, do the epochs
+stand in as units (a percentile bootstrap and Mann-Whitney), and the report
+says so.
+
+NOTE [sequential looks]: the adaptive plan looks at the data after every A B B A
+block and stops once the interval settles. Each look at level α would inflate
+false decisions, so the α is spent evenly over the looks the plan may take
+(Bonferroni): every look uses α / K, and the chance that any look's interval
+misses the truth stays at most α, wherever the plan stops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from loaderprof.results import Ratio
+
+ALPHA = 0.05
+CONFIDENCE = 1 - ALPHA
+BOOTSTRAP_RESAMPLES = 4000
+
+Unit = Literal["trial", "epoch"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A persistent ÷ non-persistent (or new ÷ baseline) ratio with its interval and test."""
+
+    ratio: Ratio
+    p: float | None
+    unit: Unit
+    # Units behind the numerator: trials, or epochs when one trial stands alone.
+    n: int
+
+
+def unit_figures(groups: Sequence[Sequence[float]]) -> list[float]:
+    """One figure per trial: the median of its values (trials without any are left out)."""
+    return [float(np.median(g)) for g in groups if len(g)]
+
+
+def _pooled(groups: Sequence[Sequence[float]]) -> list[float]:
+    return [float(v) for g in groups for v in g]
+
+
+def _t_quantile(confidence: float, df: float) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(1 - (1 - confidence) / 2, df))
+
+
+def welch_log_ratio(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[Ratio, float] | None:
+    """exp(mean log a − mean log b), its Welch t interval and two-sided p.
+    None unless both sides have two or more positive figures."""
+    if len(a) < 2 or len(b) < 2 or min(a) <= 0 or min(b) <= 0:
+        return None
+    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    d = float(la.mean() - lb.mean())
+    va, vb = float(la.var(ddof=1)) / la.size, float(lb.var(ddof=1)) / lb.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Ratio(math.exp(d), math.exp(d), math.exp(d)), (0.0 if d != 0 else 1.0)
+    df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1))
+    from scipy.stats import t
+
+    half = _t_quantile(confidence, df) * se
+    p = float(2 * t.sf(abs(d) / se, df))
+    return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half)), p
+
+
+def estimate_ratio(
+    a: Sequence[Sequence[float]],
+    b: Sequence[Sequence[float]],
+    *,
+    seed: int,
+    confidence: float = CONFIDENCE,
+) -> Estimate | None:
+    """a ÷ b from per-trial groups of values (NOTE [trial is the unit])."""
+    fa, fb = unit_figures(a), unit_figures(b)
+    trial_level = welch_log_ratio(fa, fb, confidence)
+    if trial_level is not None:
+        return Estimate(trial_level[0], trial_level[1], "trial", len(fa))
+    pa, pb = _pooled(a), _pooled(b)
+    r = bootstrap_ratio(pa, pb, seed, confidence)
+    if r is None:
+        return None
+    return Estimate(r, mann_whitney_p(pa, pb), "epoch", len(pa))
+
+
+def estimate_median(
+    groups: Sequence[Sequence[float]], *, seed: int, confidence: float = CONFIDENCE
+) -> tuple[float, float, float, int] | None:
+    """(median of all values, low, high, units): the interval's width comes from the
+    spread of the trial figures (t on their logs, or on the values when some are
+    not positive); from a bootstrap of the values when there is one trial."""
+    pooled = _pooled(groups)
+    if not pooled:
+        return None
+    med = float(np.median(pooled))
+    figures = unit_figures(groups)
+    if len(figures) < 2:
+        est = bootstrap_median(pooled, seed, confidence)
+        assert est is not None
+        return (*est, len(pooled))
+    x = np.asarray(figures, dtype=float)
+    q = _t_quantile(confidence, x.size - 1)
+    if x.min() > 0:
+        half = q * float(np.log(x).std(ddof=1)) / math.sqrt(x.size)
+        return med, med * math.exp(-half), med * math.exp(half), x.size
+    half = q * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return med, med - half, med + half, x.size
+
+
+def bootstrap_ratio(
+    a: Sequence[float], b: Sequence[float], seed: int, confidence: float = CONFIDENCE
+) -> Ratio | None:
+    """median(a) / median(b) with a percentile bootstrap interval, values as units."""
+    if not a or not b:
+        return None
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    mb = float(np.median(xb))
+    if mb <= 0:
+        return None
+    value = float(np.median(xa)) / mb
+    rng = np.random.default_rng(seed)
+    ra = np.median(rng.choice(xa, size=(BOOTSTRAP_RESAMPLES, xa.size)), axis=1)
+    rb = np.median(rng.choice(xb, size=(BOOTSTRAP_RESAMPLES, xb.size)), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = ra / rb
+    ratios = ratios[np.isfinite(ratios)]
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return Ratio(value, float(lo), float(hi))
+
+
+def bootstrap_median(
+    values: Sequence[float], seed: int, confidence: float = CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(median, low, high): the median with a percentile bootstrap interval."""
+    if not values:
+        return None
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    if x.size == 1:
+        return med, med, med
+    rng = np.random.default_rng(seed)
+    meds = np.median(rng.choice(x, size=(BOOTSTRAP_RESAMPLES, x.size)), axis=1)
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(meds, [tail, 100 - tail])
+    return med, float(lo), float(hi)
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sided Mann-Whitney U p-value; None when either side is empty."""
+    if not a or not b:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    if len(set(a) | set(b)) == 1:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+# The adaptive plan's first look, and how many trials per arm each later look adds
+# (one A B B A block).
+FIRST_LOOK = 2
+LOOK_STEP = 2
+
+
+def look_points(max_trials: int) -> list[int]:
+    """Trials per arm at which the adaptive plan looks (NOTE [sequential looks])."""
+    if max_trials <= FIRST_LOOK:
+        return [max_trials]
+    points = list(range(FIRST_LOOK, max_trials, LOOK_STEP))
+    return [*points, max_trials]
+
+
+def look_confidence(looks: int) -> float:
+    """The confidence of each look's interval when α is spent evenly over `looks`."""
+    return 1 - ALPHA / max(1, looks)
