@@ -269,6 +269,8 @@ def run_sweep(
     points, skipped = expand(grid)
     if not points:
         raise UsageError("the sweep has no valid combination: " + "; ".join(skipped))
+    # A sweep ranks configurations rather than deciding one verdict: a fixed plan.
+    cfg = dataclasses.replace(cfg, trials=cfg.fixed_trials)
     by_label = {p.label: p for p in points}
     imported: dict[str, Any] = {}
     total = len(points) * cfg.fixed_trials

@@ -9,7 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.report.rows import CAPTION, REUSED, fmt_stat, summary_rows
+from loaderprof.report.rows import CAPTION, REUSED, fmt_stat, plan_text, summary_rows
 from loaderprof.results import ARM_LABEL, ArmResult, Report
 from loaderprof.units import fmt_bytes, fmt_seconds
 
@@ -34,7 +34,7 @@ def _title(report: Report) -> str:
     method = report.environment.get("start_method") or lo["mp_context"] or "default"
     return (
         f"{cfg['dataset']} · {lo['num_workers']} workers · batch {lo['batch_size']} · "
-        f"{method} · {cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
+        f"{method} · {plan_text(report)}"
     )
 
 

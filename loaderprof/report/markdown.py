@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loaderprof.report.rows import CAPTION, summary_rows
+from loaderprof.report.rows import CAPTION, plan_text, summary_rows
 from loaderprof.results import ARM_LABEL, Report
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -17,7 +17,7 @@ def to_markdown(report: Report) -> str:
         f"### loaderprof: `{cfg['dataset']}`",
         "",
         f"{lo['num_workers']} workers · batch {lo['batch_size']} · {method} · "
-        f"{cfg['epochs']} epochs × {cfg['trials']} trials per arm · "
+        f"{plan_text(report)} · "
         f"torch {report.environment.get('torch')} · {report.environment.get('cpu_count')} CPUs",
         "",
     ]

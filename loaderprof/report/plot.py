@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from loaderprof.errors import UsageError
+from loaderprof.report.rows import plan_text
 from loaderprof.results import ARM_LABEL as _LABEL
 from loaderprof.results import Report, TrialResult
 
@@ -191,7 +192,7 @@ def render(report: Report, path: str | Path | BinaryIO, fmt: str | None = None) 
     fig.suptitle(
         f"loaderprof · {report.config['dataset']} · {lo['num_workers']} workers · batch "
         f"{lo['batch_size']} · {report.environment.get('start_method') or 'default'} · "
-        f"{report.config['epochs']} epochs × {report.config['trials']} trials",
+        f"{plan_text(report)}",
         fontsize=10,
     )
     fig.savefig(path, dpi=110, format=fmt)

@@ -24,6 +24,18 @@ CAPTION = (
 )
 
 
+def plan_text(report: Report) -> str:
+    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 3)'."""
+    cfg, plan = report.config, report.plan
+    if plan is None:
+        return f"{cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
+    text = f"{cfg['epochs']} epochs × {plan.trials_per_arm} trial(s) per arm"
+    if plan.mode == "adaptive":
+        state = "settled" if plan.settled else "not settled"
+        text += f" (adaptive: {state} at look {plan.looks_taken} of {plan.looks_planned})"
+    return text
+
+
 def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
     if stat is None:
         return "–"
