@@ -95,6 +95,9 @@ class RunConfig:
     # IterableDataset without len() needs the samples of a full epoch.
     max_batches: int | None = None
     epoch_samples: int | None = None
+    # NOTE [template]: trials are forked from a warm template process; True starts
+    # every trial as a fresh interpreter instead.
+    fresh_interpreter: bool = False
     # Under torchrun: this rank and the world size (each rank loads its shard
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
@@ -165,7 +168,15 @@ _FLOAT_KEYS = {
     "trial_timeout_s",
     "min_gain",
 }
-_BOOL_KEYS = {"pin_memory", "shuffle", "drop_last", "digests", "set_epoch", "state_checks"}
+_BOOL_KEYS = {
+    "pin_memory",
+    "shuffle",
+    "drop_last",
+    "digests",
+    "set_epoch",
+    "state_checks",
+    "fresh_interpreter",
+}
 _STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook"}
 
 

@@ -192,6 +192,12 @@ class RunOptions:
         help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
         panel=MEASUREMENT,
     )
+    fresh_interpreter: bool | None = opt(
+        "--fresh-interpreter/--template",
+        help="Start every trial as a fresh interpreter instead of forking it from a warm "
+        "template that has imported torch once (slower: each trial imports torch again).",
+        panel=MEASUREMENT,
+    )
     state_checks: bool | None = opt(
         "--state-checks/--no-state-checks",
         help="Fingerprint the Dataset's attributes each epoch in the main process and in "

@@ -26,6 +26,8 @@ class Mem:
     uss: int
     # None where the platform gives no PSS (see memory_psutil).
     pss: int | None
+    # Clean pages only this process maps (mostly file pages: code, mapped files).
+    private_clean: int = 0
 
 
 def children(pid: int) -> list[int]:
@@ -83,7 +85,7 @@ def memory(pid: int) -> Mem | None:
             data = f.read()
     except OSError:
         return None
-    rss = pss = private = 0
+    rss = pss = private = clean = 0
     for line in data.splitlines():
         key, _, rest = line.partition(b":")
         if key == b"Rss":
@@ -92,9 +94,11 @@ def memory(pid: int) -> Mem | None:
             pss = int(rest.split()[0]) * 1024
         elif key in (b"Private_Clean", b"Private_Dirty", b"Private_Hugetlb"):
             private += int(rest.split()[0]) * 1024
+            if key == b"Private_Clean":
+                clean = int(rest.split()[0]) * 1024
     if rss == 0 and not data:
         return None  # a zombie has no address space left
-    return Mem(rss, private, pss)
+    return Mem(rss, private, pss, clean)
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

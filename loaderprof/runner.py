@@ -29,6 +29,7 @@ from loaderprof.events import EventReader
 from loaderprof.results import SamplerStats, TrialError, TrialResult
 from loaderprof.sampler import Sample, TreeSampler
 from loaderprof.spec import ObjectRef
+from loaderprof.template import Template, TemplateError
 from loaderprof.units import fmt_bytes
 
 EventCallback = Callable[[Mapping[str, Any]], None]
@@ -107,12 +108,44 @@ def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
     }
 
 
+class ChildProcess(Protocol):
+    """The trial's process: a fresh interpreter (`subprocess.Popen`) or a child forked
+    by the template (`template.ForkedTrial`)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
+def _start(
+    files: Mapping[str, Path], env: Mapping[str, str], cwd: str, template: Template | None
+) -> ChildProcess:
+    """Start the trial: forked by the template (NOTE [template]), or a fresh
+    interpreter that leads its own session."""
+    if template is not None:
+        return template.fork(files["plan.json"], files["stdout.log"], files["stderr.log"], env, cwd)
+    with open(files["stdout.log"], "wb") as out, open(files["stderr.log"], "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "loaderprof.trial", str(files["plan.json"])],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+
+
 def run_trial(
     cfg: RunConfig,
     plan: TrialPlan,
     workdir: Path,
     *,
     on_event: EventCallback | None = None,
+    template: Template | None = None,
 ) -> TrialResult:
     files = _files(plan, workdir)
     events_path = files["events.jsonl"]
@@ -132,35 +165,27 @@ def run_trial(
     env.setdefault("PYTHONUNBUFFERED", "1")
     reader = EventReader(str(events_path))
     sampler: TreeSampler | None = None
-    with open(files["stdout.log"], "wb") as out, open(files["stderr.log"], "wb") as err:
-        watch = _Watch([], time.monotonic_ns())
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "loaderprof.trial", str(files["plan.json"])],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        try:
-            if cfg.sample_interval_ms > 0:
-                sampler = TreeSampler(
-                    proc.pid,
-                    cfg.sample_interval_ms / 1000,
-                    cfg.uss_interval_ms / 1000,
-                    ignore_files=frozenset({str(events_path), os.path.realpath(events_path)}),
-                )
-                sampler.start()
-            _follow(proc, reader, sampler, cfg.trial_timeout_s, watch, on_event)
-        except BaseException as exc:  # KeyboardInterrupt / our signal exception
-            watch.interrupted = exc
-        finally:
-            watch.t_end = time.monotonic_ns()
-            if sampler is not None:
-                sampler.stop()
-            _kill_group(proc.pid)
-            proc.wait()
+    watch = _Watch([], time.monotonic_ns())
+    proc = _start(files, env, cwd, template)
+    try:
+        if cfg.sample_interval_ms > 0:
+            sampler = TreeSampler(
+                proc.pid,
+                cfg.sample_interval_ms / 1000,
+                cfg.uss_interval_ms / 1000,
+                ignore_files=frozenset({str(events_path), os.path.realpath(events_path)}),
+                template_pid=template.pid if template is not None else None,
+            )
+            sampler.start()
+        _follow(proc, reader, sampler, cfg.trial_timeout_s, watch, on_event)
+    except BaseException as exc:  # KeyboardInterrupt / our signal exception
+        watch.interrupted = exc
+    finally:
+        watch.t_end = time.monotonic_ns()
+        if sampler is not None:
+            sampler.stop()
+        _kill_group(proc.pid)
+        proc.wait()
     for ev in reader.read_new():
         watch.events.append(ev)
         if on_event is not None:
@@ -173,7 +198,7 @@ def run_trial(
 
 
 def _follow(
-    proc: subprocess.Popen[bytes],
+    proc: ChildProcess,
     reader: EventReader,
     sampler: TreeSampler | None,
     timeout_s: float,
@@ -210,7 +235,7 @@ def _follow(
 def _result(
     cfg: RunConfig,
     plan: TrialPlan,
-    proc: subprocess.Popen[bytes],
+    proc: ChildProcess,
     watch: _Watch,
     sampler: TreeSampler | None,
     stderr_path: Path,
@@ -251,6 +276,52 @@ def _result(
             duty_cycle=sampler.busy_s / wall if wall > 0 else 0.0,
         )
     return dataclasses.replace(result, sampler=stats, warmup=plan.warmup)
+
+
+class TemplateRunner:
+    """The default runner: trials forked by one warm template (NOTE [template]),
+    started at the first trial; fresh interpreters with --fresh-interpreter, or when
+    the template cannot start (the trial says so in its warnings)."""
+
+    def __init__(self) -> None:
+        self._template: Template | None = None
+        self._failed: str | None = None
+
+    def __call__(
+        self,
+        cfg: RunConfig,
+        plan: TrialPlan,
+        workdir: Path,
+        *,
+        on_event: EventCallback | None = None,
+    ) -> TrialResult:
+        template = None if cfg.fresh_interpreter else self._start(cfg, workdir)
+        try:
+            result = run_trial(cfg, plan, workdir, on_event=on_event, template=template)
+        except TemplateError as exc:
+            # Raised before the trial started: run it in a fresh interpreter instead.
+            self.close()
+            self._failed = str(exc)
+            result = run_trial(cfg, plan, workdir, on_event=on_event)
+        if self._failed is not None and not cfg.fresh_interpreter:
+            note = f"trials ran in fresh interpreters: the trial template failed ({self._failed})"
+            result = dataclasses.replace(result, warnings=(*result.warnings, note))
+        return result
+
+    def _start(self, cfg: RunConfig, workdir: Path) -> Template | None:
+        if self._template is None and self._failed is None:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = child_pythonpath(cfg, os.getcwd())
+            try:
+                self._template = Template(env, os.getcwd(), workdir / "template.log")
+            except (TemplateError, OSError) as exc:
+                self._failed = str(exc)
+        return self._template
+
+    def close(self) -> None:
+        if self._template is not None:
+            self._template.close()
+            self._template = None
 
 
 class TrialInterrupted(Exception):

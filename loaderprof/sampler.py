@@ -61,9 +61,11 @@ class TreeSampler(threading.Thread):
         interval_s: float,
         deep_interval_s: float,
         ignore_files: frozenset[str] = frozenset(),
+        template_pid: int | None = None,
     ) -> None:
         super().__init__(name="loaderprof-sampler", daemon=True)
         self.root_pid = root_pid
+        self.template_pid = template_pid
         self.interval_s = interval_s
         self.deep_interval_s = max(deep_interval_s, interval_s)
         self.samples: list[Sample] = []
@@ -128,6 +130,20 @@ class TreeSampler(threading.Thread):
                 return True
         return False
 
+    def _template_share(self) -> int:
+        """NOTE [template]: what a fresh interpreter would hold in the trial main but
+        PSS gives the template: its part of the pages it still shares with the trial
+        (PSS − USS), and the clean file pages (torch's code, faulted in by the
+        import) that only the template maps because the trial, forked after the
+        import, never touched them again. Its dirty private pages are left out:
+        those are originals whose copy the trial made, and holds, when it wrote."""
+        if self.template_pid is None:
+            return 0
+        mem = procfs.memory(self.template_pid)
+        if mem is None or mem.pss is None:
+            return 0
+        return max(0, mem.pss - mem.uss) + mem.private_clean
+
     def _sample_once(self, tick: int, now: float) -> None:
         t_ns = time.monotonic_ns()
         rss: dict[int, int] = {}
@@ -145,6 +161,8 @@ class TreeSampler(threading.Thread):
                     continue
                 r, uss, pss = mem.rss, mem.uss, mem.pss
                 self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
+                if pid == self.root_pid and pss is not None:
+                    pss += self._template_share()
             # Handles need /proc/net scans: read them between epochs, and once
             # when a process first appears (the baseline it started with).
             first_sight = pid not in self._known

@@ -10,16 +10,17 @@ process per trial, a fake one (tests) assembles synthetic events.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from loaderprof.config import RunConfig
 from loaderprof.results import TrialResult
-from loaderprof.runner import TrialInterrupted, TrialPlan, TrialRunner, run_trial
+from loaderprof.runner import TemplateRunner, TrialInterrupted, TrialPlan, TrialRunner
 from loaderprof.stats import look_points
 
 ARM_PERSISTENT = TrialPlan("persistent", True, 0)
@@ -61,6 +62,15 @@ ProgressCallback = Callable[[TrialPlan, Mapping[str, Any] | None], None]
 StopRule = Callable[[Sequence[TrialResult]], bool]
 
 
+@contextlib.contextmanager
+def _closing(runner: TemplateRunner | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if runner is not None:
+            runner.close()
+
+
 def run_trials(
     scheduled: Iterable[Scheduled],
     *,
@@ -73,10 +83,11 @@ def run_trials(
     planned trial starts together on all ranks; a rank whose trial failed stops
     measuring but keeps taking part in the barriers, so no other rank hangs.
     `stop` is asked after every trial whether the rest may be left out."""
-    run = runner or run_trial
+    default = TemplateRunner() if runner is None else None
+    run: TrialRunner = runner or default  # type: ignore[assignment]
     results: list[TrialResult] = []
     failed: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp, _closing(default):
         for item in scheduled:
             if sync is not None:
                 sync()

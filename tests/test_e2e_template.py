@@ -1,0 +1,74 @@
+"""NOTE [template]: trials forked from a warm template measure what fresh
+interpreters measure, each in its own process group, and leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+import loaderprof
+from conftest import DATA, TESTS, leftover_processes
+
+pytestmark = pytest.mark.e2e
+
+MiB = 1024 * 1024
+
+
+def _persistent(report: loaderprof.Report, attr: str) -> float:
+    stat = getattr(report.arms["persistent"].summary, attr)
+    assert stat is not None
+    return float(stat.median)
+
+
+def test_template_trials_measure_the_memory_fresh_interpreters_do() -> None:
+    kw = dict(
+        args={"n": 64, "alloc_mib": 64},
+        epochs=3,
+        trials=2,
+        num_workers=2,
+        batch_size=8,
+    )
+    forked = loaderprof.compare(f"{DATA}:AllocDataset", **kw)  # type: ignore[arg-type]
+    fresh = loaderprof.compare(
+        f"{DATA}:AllocDataset",
+        fresh_interpreter=True,
+        **kw,  # type: ignore[arg-type]
+    )
+    for attr in ("peak_total_pss_bytes", "peak_worker_uss_bytes", "setup_main_pss_bytes"):
+        a, b = _persistent(forked, attr), _persistent(fresh, attr)
+        assert a == pytest.approx(b, rel=0.02), (attr, a / MiB, b / MiB)
+    # What the template saves: the trial's imports (torch above all).
+    imports = {
+        name: [t.wall_parts.imports_s for t in r.arms["persistent"].trials if t.wall_parts]
+        for name, r in (("forked", forked), ("fresh", fresh))
+    }
+    assert max(imports["forked"]) < 0.5 * min(imports["fresh"]), imports
+    assert not any("template" in w for w in forked.warnings)
+
+
+def test_each_forked_trial_leads_its_own_session_and_nothing_is_left(tmp_path: Path) -> None:
+    out = tmp_path / "where.jsonl"
+    report = loaderprof.compare(
+        f"{TESTS / 'lp_template.py'}:WhereAmI",
+        args={"out": str(out)},
+        epochs=2,
+        trials=2,
+        num_workers=1,
+        state_checks=False,
+    )
+    assert report.complete
+    seen = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(seen) == 4 and len({s["pid"] for s in seen}) == 4
+    for s in seen:
+        # Its own session and process group: one killpg ends the trial, and only it.
+        assert s["pid"] == s["pgid"] == s["sid"]
+        # Forked by the template, not started by this process.
+        assert s["ppid"] != os.getpid()
+    # One template served every trial, and it is gone with them.
+    assert len({s["ppid"] for s in seen}) == 1
+    assert not psutil.pid_exists(seen[0]["ppid"]) or seen[0]["ppid"] == 1
+    assert leftover_processes() == []
