@@ -44,6 +44,21 @@ def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
     return [t for t in trials if t.epochs]
 
 
+def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:
+    """NOTE [timing and memory trials]: the trials whose epoch times count (the
+    sampler held still in them), not the memory trials."""
+    return [t for t in _measured(trials) if t.role != "memory"]
+
+
+def _memory_source(trials: Sequence[TrialResult], attr: str) -> list[TrialResult]:
+    """The trials a memory figure comes from: peaks (reached inside epochs) from the
+    trials sampled deeply throughout; what is read in the untimed pauses (set-up, idle
+    workers) from every trial, since every trial samples its pauses deeply."""
+    if attr.startswith("peak_"):
+        return [t for t in _measured(trials) if t.role != "timing"]
+    return _measured(trials)
+
+
 Groups = list[list[float]]
 
 
@@ -53,25 +68,25 @@ def _flat(groups: Groups) -> list[float]:
 
 def cold_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: its cold epoch's wall (NOTE [trial is the unit])."""
-    return [[t.epochs[0].wall_s] for t in _measured(trials) if t.epochs[0].epoch == 1]
+    return [[t.epochs[0].wall_s] for t in _timed(trials) if t.epochs[0].epoch == 1]
 
 
 def steady_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: the walls of its steady epochs."""
-    return [[e.wall_s for e in t.epochs if e.epoch >= 2] for t in _measured(trials)]
+    return [[e.wall_s for e in t.epochs if e.epoch >= 2] for t in _timed(trials)]
 
 
 def first_batch_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: the first-batch waits of its steady epochs."""
     return [
         [e.first_batch_s for e in t.epochs if e.epoch >= 2 and e.first_batch_s is not None]
-        for t in _measured(trials)
+        for t in _timed(trials)
     ]
 
 
 def memory_groups(trials: Sequence[TrialResult], attr: str) -> Groups:
     """Per trial: its one figure of `attr` (a peak, an idle level), where measured."""
-    values = (getattr(t.memory, attr) for t in _measured(trials))
+    values = (getattr(t.memory, attr) for t in _memory_source(trials, attr))
     return [[float(v)] for v in values if v is not None]
 
 
@@ -89,25 +104,25 @@ def steady_first_batches(trials: Sequence[TrialResult]) -> list[float]:
 
 def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
     measured = _measured(trials)
+    timed = _timed(trials)
     cold_fb = [
         t.epochs[0].first_batch_s
-        for t in measured
+        for t in timed
         if t.epochs[0].epoch == 1 and t.epochs[0].first_batch_s is not None
     ]
     sps = [
         e.samples_per_s
-        for t in measured
+        for t in timed
         for e in t.epochs
         if e.epoch >= 2 and e.samples_per_s is not None
     ]
-    startup = [w.startup_s for t in measured for w in t.workers if w.startup_s is not None]
+    startup = [w.startup_s for t in timed for w in t.workers if w.startup_s is not None]
 
     def mem(attr: str) -> Stat | None:
-        vals = [getattr(t.memory, attr) for t in measured]
-        return Stat.of([v for v in vals if v is not None])
+        return Stat.of(_flat(memory_groups(trials, attr)))
 
     return ArmSummary(
-        trials=len(measured),
+        trials=len(timed),
         cold_epoch_s=Stat.of(cold_walls(measured)),
         steady_epoch_s=Stat.of(steady_walls(measured)),
         first_batch_s=Stat.of(steady_first_batches(measured)),
@@ -125,7 +140,7 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         shutdown_s=Stat.of(
             [
                 t.wall_parts.shutdown_s
-                for t in measured
+                for t in timed
                 if t.wall_parts is not None and t.wall_parts.shutdown_s is not None
             ]
         ),
@@ -133,7 +148,7 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         peak_worker_processes=max(
             (
                 t.memory.peak_worker_processes
-                for t in measured
+                for t in _memory_source(trials, "peak_worker_processes")
                 if t.memory.peak_worker_processes is not None
             ),
             default=None,
@@ -509,7 +524,7 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
 
 def arm_groups(trials: Sequence[TrialResult]) -> dict[str, Groups]:
     """The values behind each gateable per-arm metric, grouped by trial."""
-    measured = _measured(trials)
+    measured = _timed(trials)
     return {
         "steady_epoch_s": steady_groups(measured),
         "cold_epoch_s": cold_groups(measured),
@@ -521,10 +536,10 @@ def arm_groups(trials: Sequence[TrialResult]) -> dict[str, Groups]:
             [e.samples_per_s for e in t.epochs if e.epoch >= 2 and e.samples_per_s is not None]
             for t in measured
         ],
-        "peak_worker_uss": memory_groups(measured, "peak_worker_uss_bytes"),
-        "peak_total_pss": memory_groups(measured, "peak_total_pss_bytes"),
-        "idle_workers_uss": memory_groups(measured, "idle_workers_uss_bytes"),
-        "peak_main_pss": memory_groups(measured, "peak_main_pss_bytes"),
+        "peak_worker_uss": memory_groups(trials, "peak_worker_uss_bytes"),
+        "peak_total_pss": memory_groups(trials, "peak_total_pss_bytes"),
+        "idle_workers_uss": memory_groups(trials, "idle_workers_uss_bytes"),
+        "peak_main_pss": memory_groups(trials, "peak_main_pss_bytes"),
     }
 
 

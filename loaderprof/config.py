@@ -113,6 +113,13 @@ class RunConfig:
         return self.trials if isinstance(self.trials, int) else FIXED_TRIALS
 
     @property
+    def memory_trials(self) -> bool:
+        """NOTE [timing and memory trials]: whether each arm runs one memory trial
+        (sampled deeply, not timed) beside its timing trials: when sampling is on and
+        the plan has room for more than one trial per arm."""
+        return self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)
+
+    @property
     def planned_trials(self) -> int:
         """The most trials per arm this run may take (the progress bar's total)."""
         return self.max_trials if self.adaptive else self.fixed_trials

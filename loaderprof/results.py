@@ -287,6 +287,10 @@ class TrialResult:
     dataset_states: tuple[DatasetState, ...] = ()
     # Batches in a full epoch, as the loader reports its length (None: no len()).
     full_batches: int | None = None
+    # NOTE [timing and memory trials]: which figures this trial feeds: "timing"
+    # (epochs timed with the sampler still), "memory" (sampled deeply throughout,
+    # epochs not timed) or "both" (a plan of one trial per arm, or sampling off).
+    role: str = "both"
 
 
 @dataclass(frozen=True)

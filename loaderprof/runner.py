@@ -41,6 +41,18 @@ class TrialPlan:
     persistent: bool
     index: int
     warmup: bool = False
+    # NOTE [timing and memory trials]: "timing", "memory" or "both".
+    role: str = "both"
+
+    @property
+    def timed(self) -> bool:
+        """Its epoch times feed the statistics, so nothing may sample inside them."""
+        return self.role != "memory"
+
+    @property
+    def deep(self) -> bool:
+        """Its memory is sampled deeply inside epochs too (peaks, first batches)."""
+        return self.role != "timing"
 
 
 class TrialRunner(Protocol):
@@ -102,7 +114,8 @@ class _Watch:
 
 
 def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
-    tag = f"{'w' if plan.warmup else ''}{plan.index:02d}-{plan.arm}"
+    prefix = "w" if plan.warmup else "m" if plan.role == "memory" else ""
+    tag = f"{prefix}{plan.index:02d}-{plan.arm}"
     return {
         k: workdir / f"{tag}.{k}" for k in ("events.jsonl", "plan.json", "stdout.log", "stderr.log")
     }
@@ -177,7 +190,7 @@ def run_trial(
                 template_pid=template.pid if template is not None else None,
             )
             sampler.start()
-        _follow(proc, reader, sampler, cfg.trial_timeout_s, watch, on_event)
+        _follow(proc, reader, sampler, cfg, plan, watch, on_event)
     except BaseException as exc:  # KeyboardInterrupt / our signal exception
         watch.interrupted = exc
     finally:
@@ -197,22 +210,40 @@ def run_trial(
     return result
 
 
+def _steer(sampler: TreeSampler, ev: Mapping[str, Any], cfg: RunConfig) -> None:
+    """NOTE [timing and memory trials]: in a timing trial the sampler holds still from
+    just before the loader is built, and samples only in the untimed pause after
+    each epoch, stopping two ticks before the pause ends so that no sample overlaps
+    the next epoch's start. What it reads there (idle memory, handles) costs the
+    timed epochs nothing."""
+    kind = ev["ev"]
+    if kind in ("loader_building", "epoch_start"):
+        sampler.hold()
+    elif kind == "epoch_end":
+        sampler.release(cfg.effective_idle_ms / 1000 - 2 * sampler.interval_s)
+    elif kind in ("loader_closed", "error"):
+        sampler.release(None)
+
+
 def _follow(
     proc: ChildProcess,
     reader: EventReader,
     sampler: TreeSampler | None,
-    timeout_s: float,
+    cfg: RunConfig,
+    plan: TrialPlan,
     watch: _Watch,
     on_event: EventCallback | None,
 ) -> None:
     """Tail the events until the process ends or the timeout passes."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + cfg.trial_timeout_s
     delivered: set[int] = set()
     epoch = 0
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
-            if sampler is not None:
+            if sampler is not None and not plan.deep:
+                _steer(sampler, ev, cfg)
+            elif sampler is not None:
                 if ev["ev"] == "epoch_start":
                     epoch = ev["epoch"]
                     sampler.epoch_started()
@@ -275,7 +306,7 @@ def _result(
             busy_s=sampler.busy_s,
             duty_cycle=sampler.busy_s / wall if wall > 0 else 0.0,
         )
-    return dataclasses.replace(result, sampler=stats, warmup=plan.warmup)
+    return dataclasses.replace(result, sampler=stats, warmup=plan.warmup, role=plan.role)
 
 
 class TemplateRunner:

@@ -75,6 +75,10 @@ class TreeSampler(threading.Thread):
         # Seconds spent sampling, to report the sampler's own duty cycle.
         self.busy_s = 0.0
         self.ticks = 0
+        # NOTE [timing and memory trials]: a timing trial's sampler is held still
+        # while epochs run (`hold`), and released for the untimed pauses.
+        self._held = False
+        self._release_until: float | None = None
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
         self._deep_requested = threading.Event()
@@ -97,6 +101,22 @@ class TreeSampler(threading.Thread):
     def epoch_ended(self) -> None:
         self._in_epoch.clear()
 
+    def hold(self) -> None:
+        """Take no sample until `release`."""
+        self._held = True
+
+    def release(self, for_s: float | None) -> None:
+        """Sample again: for `for_s` seconds (then hold), or until told otherwise (None)."""
+        if for_s is not None and for_s <= 0:
+            return
+        self._release_until = None if for_s is None else time.monotonic() + for_s
+        self._held = False
+
+    def _still(self, now: float) -> bool:
+        if not self._held and self._release_until is not None and now >= self._release_until:
+            self._held = True
+        return self._held
+
     def stop(self) -> None:
         self._stop_event.set()
         if self.is_alive():
@@ -106,9 +126,10 @@ class TreeSampler(threading.Thread):
         next_t = time.monotonic()
         while not self._stop_event.is_set():
             began = time.monotonic()
-            self._sample_once(self.ticks, began)
-            self.busy_s += time.monotonic() - began
-            self.ticks += 1
+            if not self._still(began):
+                self._sample_once(self.ticks, began)
+                self.busy_s += time.monotonic() - began
+                self.ticks += 1
             next_t += self.interval_s
             delay = next_t - time.monotonic()
             if delay < 0:

@@ -27,16 +27,24 @@ ARM_PERSISTENT = TrialPlan("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
 
 
-def trial_order(trials: int, seed: int, warmup: int = 0) -> list[TrialPlan]:
-    """Warm-up pairs first, then the measured pairs, alternating AB / BA."""
+def trial_order(
+    trials: int, seed: int, warmup: int = 0, *, memory: bool = False
+) -> list[TrialPlan]:
+    """Warm-up pairs first, then the memory pair (NOTE [timing and memory trials]),
+    then the timing pairs, alternating AB / BA throughout."""
     first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
     if random.Random(seed).random() < 0.5:
         first, second = second, first
     plans: list[TrialPlan] = []
-    for is_warmup, count in ((True, warmup), (False, trials)):
+    timing = "timing" if memory else "both"
+    for is_warmup, count, role in (
+        (True, warmup, "both"),
+        (False, int(memory), "memory"),
+        (False, trials, timing),
+    ):
         for i in range(count):
             pair = (first, second) if (len(plans) // 2) % 2 == 0 else (second, first)
-            plans.extend(TrialPlan(p.arm, p.persistent, i, is_warmup) for p in pair)
+            plans.extend(TrialPlan(p.arm, p.persistent, i, is_warmup, role) for p in pair)
     return plans
 
 
@@ -119,11 +127,11 @@ def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:
     looks = set(look_points(cfg.max_trials))
 
     def stop(results: Sequence[TrialResult]) -> bool:
-        measured = [t for t in results if not t.warmup]
+        measured = [t for t in results if not t.warmup and t.role != "memory"]
         k = sum(t.arm == ARM_PERSISTENT.arm for t in measured)
         if k not in looks or 2 * k != len(measured) or k == cfg.max_trials:
             return False
-        return settled(measured)
+        return settled([t for t in results if not t.warmup])
 
     return stop
 
@@ -141,7 +149,7 @@ def run_schedule(
     --max-trials and stops at the first look where `settled` holds."""
     adaptive = cfg.adaptive and sync is None and settled is not None
     total = cfg.max_trials if adaptive else cfg.fixed_trials
-    plans = trial_order(total, cfg.seed, cfg.warmup_trials)
+    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_trials)
     return run_trials(
         (Scheduled(cfg, plan) for plan in plans),
         runner=runner,

@@ -45,7 +45,7 @@ def build_report(
     arms = _arms(trials)
     p, n = arms["persistent"], arms["non_persistent"]
     errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
-    counts = {len(a.trials) for a in arms.values()}
+    counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
     planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
     complete = (
         not errors
@@ -109,7 +109,7 @@ def build_report(
         verdict=weigh(report.verdict, findings),
         projection=projection,
         findings_checked=findings_checked(report),
-        plan=_plan_info(cfg, len(p.trials), verdict),
+        plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), verdict),
     )
 
 

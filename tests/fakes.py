@@ -7,6 +7,7 @@ in milliseconds. Costs are known by construction: each worker start costs
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import zlib
@@ -74,6 +75,7 @@ class FakeRunner:
             samples=samples,
             error=error,
         )
+        result = dataclasses.replace(result, role=plan.role, warmup=plan.warmup)
         if key in self.interrupt:
             raise TrialInterrupted(result) from KeyboardInterrupt()
         return result

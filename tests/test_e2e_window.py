@@ -12,6 +12,8 @@ from conftest import TESTS, load, run_cli
 from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
+# What lp_teardown's atexit handler sleeps.
+AT_EXIT_SLEEP_S = 1.0
 MiB = 1024 * 1024
 
 
@@ -62,9 +64,9 @@ def test_trial_ends_when_the_loader_is_closed(teardown_report: dict[str, Any]) -
     for t in _trials(teardown_report):
         parts = t["wall_parts"]
         # Interpreter teardown (here an atexit handler that sleeps 1 s) would
-        # sit between the loader closing and the trial process being gone; the
-        # import of torch is the yardstick, whatever the machine's speed.
-        assert parts["exit_s"] < 0.2 * parts["imports_s"]
+        # sit between the loader closing and the trial process being gone: a
+        # trial that ran it would show at least that second.
+        assert parts["exit_s"] < 0.5 * AT_EXIT_SLEEP_S
         assert parts["shutdown_s"] is not None and parts["shutdown_s"] >= 0
         named = sum(
             parts[k]

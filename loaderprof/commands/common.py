@@ -126,12 +126,15 @@ def trial_progress(
         console=console,
         transient=True,
     )
-    task = progress.add_task("starting", total=cfg.planned_trials * 2 * cfg.epochs)
+    trials = cfg.planned_trials + int(cfg.memory_trials)
+    task = progress.add_task("starting", total=trials * 2 * cfg.epochs)
     # An adaptive plan may stop at any look: its total is the cap.
     of = f"of ≤{cfg.max_trials}, adaptive" if cfg.adaptive else f"/{cfg.fixed_trials}"
 
     def on_progress(plan: Any, ev: Any) -> None:
         head = f"trial {plan.index + 1} {of} {ARM_LABEL[plan.arm]}".replace(" /", "/")
+        if plan.role == "memory":
+            head = f"memory trial {ARM_LABEL[plan.arm]}"
         kind = None if ev is None else ev.get("ev")
         if ev is None:
             progress.update(task, description=f"{head}: starting")
