@@ -2,12 +2,15 @@
 
 Measured side by side in one run, in interleaved rounds, on this machine:
 
-1. Sampler observer effect: median steady epoch with the parent's psutil sampler
-   on (--sample-interval, default 50 ms) ÷ with it off (0), per arm.
+1. Sampler observer effect: median steady epoch of the timing trials with the
+   parent's sampler on (--sample-interval, default 50 ms; NOTE [timing and memory
+   trials]: held still while timed epochs run) ÷ with it off (0), per arm, and
+   the sampler's duty cycle in timing and in memory trials.
 2. Probe effect: loaderprof's measured steady epoch with sampling off ÷ the same
    DataLoader timed by a plain loop with no probes, in a fresh interpreter.
 3. Time-to-verdict overhead: compare's total wall ÷ the sum of its measured
-   epoch walls (interpreter + torch import per trial, dataset build, pauses).
+   epoch walls (trial start, dataset build, pauses), with trials forked from the
+   template (the default) and with --fresh-interpreter.
 
     python benchmarks/observer_effect.py --rounds 3 --out benchmarks/results/observer_effect.json
 
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderprof.analysis import bootstrap_ratio
+from loaderprof.analysis import bootstrap_ratio, steady_walls
 from loaderprof.config import build_config
 from loaderprof.results import Report
 from loaderprof.session import run_compare
@@ -53,7 +56,22 @@ print(json.dumps(walls))
 
 
 def steady(report: Report, arm: str) -> list[float]:
-    return [e.wall_s for t in report.arms[arm].trials for e in t.epochs if e.epoch >= 2]
+    """The steady epochs the statistics use: timing trials only."""
+    return steady_walls(report.arms[arm].trials)
+
+
+def duty(report: Report, role: str) -> list[float]:
+    return [
+        t.sampler.duty_cycle
+        for arm in report.arms.values()
+        for t in arm.trials
+        if t.role == role and t.sampler is not None
+    ]
+
+
+def verdict_overhead(report: Report, total: float) -> float:
+    epoch_sum = sum(e.wall_s for arm in report.arms.values() for t in arm.trials for e in t.epochs)
+    return total / epoch_sum
 
 
 def raw_steady(
@@ -91,6 +109,7 @@ def main() -> None:
     ap.add_argument("--num-workers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--sample-interval", type=float, default=50.0)
+    ap.add_argument("--trials", type=int, default=3, help="timing trials per arm (fixed plan)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
 
@@ -100,17 +119,24 @@ def main() -> None:
         "epochs": a.epochs,
         "num_workers": a.num_workers,
         "batch_size": a.batch_size,
+        "trials": a.trials,
     }
     # The same untimed pause after each epoch in both: it defaults to 3 sampling
     # intervals, which would otherwise differ between the two settings too.
     idle = 3 * a.sample_interval
     cfg_on = build_config({**common, "sample_interval_ms": a.sample_interval, "idle_ms": idle})
     cfg_off = build_config({**common, "sample_interval_ms": 0.0, "idle_ms": idle})
+    cfg_fresh = build_config(
+        {**common, "sample_interval_ms": a.sample_interval, "idle_ms": idle}
+        | {"fresh_interpreter": True}
+    )
 
     on: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
     off: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
     raw: dict[str, list[float]] = {"persistent": [], "non_persistent": []}
     overhead: list[float] = []
+    overhead_fresh: list[float] = []
+    duty_cycles: dict[str, list[float]] = {"timing": [], "memory": []}
     for r in range(a.rounds):
         # Alternate which goes first so drift falls on both.
         order = [("on", cfg_on), ("off", cfg_off)]
@@ -120,12 +146,15 @@ def main() -> None:
             start = time.monotonic()
             report = run_compare(cfg)
             total = time.monotonic() - start
-            epoch_sum = sum(
-                e.wall_s for arm in report.arms.values() for t in arm.trials for e in t.epochs
-            )
-            overhead.append(total / epoch_sum)
+            if label == "on":
+                overhead.append(verdict_overhead(report, total))
+                for role in duty_cycles:
+                    duty_cycles[role].extend(duty(report, role))
             for arm in on:
                 (on if label == "on" else off)[arm].extend(steady(report, arm))
+        start = time.monotonic()
+        report = run_compare(cfg_fresh)
+        overhead_fresh.append(verdict_overhead(report, time.monotonic() - start))
         for arm in raw:
             raw[arm].extend(
                 raw_steady(
@@ -159,11 +188,20 @@ def main() -> None:
         f"\ntime-to-verdict: compare wall ÷ measured epoch walls = {med:.2f} "
         f"(min {min(overhead):.2f}, max {max(overhead):.2f}, n={len(overhead)})"
     )
+    fresh = statistics.median(overhead_fresh)
+    print(f"  with --fresh-interpreter: {fresh:.2f} (n={len(overhead_fresh)})")
+    for role, values in duty_cycles.items():
+        if values:
+            print(f"sampler duty cycle, {role} trials: median {statistics.median(values):.3f}")
     results["time_to_verdict_ratio"] = {
         "median": med,
         "min": min(overhead),
         "max": max(overhead),
         "n": len(overhead),
+        "fresh_interpreter_median": fresh,
+    }
+    results["sampler_duty_cycle"] = {
+        role: statistics.median(v) if v else None for role, v in duty_cycles.items()
     }
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)

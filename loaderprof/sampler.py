@@ -23,6 +23,13 @@ taken only when memory moves or time passes:
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
 held by persistent workers is measured) every tick is deep.
+
+NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
+small machine (the sampler's thread competes with the workers), so the epochs
+whose times count are not sampled at all: in a timing trial the runner `hold`s
+the sampler from just before the loader is built and `release`s it only for the
+untimed pause after each epoch. Each arm's memory trial is sampled as above
+throughout, and its peaks (inside epochs) are the arm's memory figures.
 """
 
 from __future__ import annotations
@@ -79,6 +86,8 @@ class TreeSampler(threading.Thread):
         # while epochs run (`hold`), and released for the untimed pauses.
         self._held = False
         self._release_until: float | None = None
+        # Set to take a sample now rather than at the next tick (a pause began).
+        self._wake = threading.Event()
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
         self._deep_requested = threading.Event()
@@ -111,6 +120,7 @@ class TreeSampler(threading.Thread):
             return
         self._release_until = None if for_s is None else time.monotonic() + for_s
         self._held = False
+        self._wake.set()
 
     def _still(self, now: float) -> bool:
         if not self._held and self._release_until is not None and now >= self._release_until:
@@ -119,6 +129,7 @@ class TreeSampler(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+        self._wake.set()
         if self.is_alive():
             self.join(timeout=5)
 
@@ -137,7 +148,9 @@ class TreeSampler(threading.Thread):
                 # missed ticks rather than sampling in a burst.
                 next_t = time.monotonic()
                 delay = 0
-            self._stop_event.wait(delay)
+            if self._wake.wait(delay):
+                self._wake.clear()
+                next_t = time.monotonic()
 
     def _wants_deep(self, now: float, rss: dict[int, int]) -> bool:
         if self._deep_requested.is_set():
