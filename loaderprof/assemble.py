@@ -430,6 +430,33 @@ def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
     return [g for g in ticks.values() if all(s.uss is not None for s in g)]
 
 
+def _summable_ticks(samples: Sequence[Sample]) -> list[list[Sample]]:
+    """Full ticks, and targeted ticks (see sampler: only new or grown processes read)
+    completed with each other process's last deep figures. The growth trigger
+    guarantees those processes had not grown past it since, so a peak total reached
+    while one worker grows is not lost between two full ticks."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    last: dict[int, Sample] = {}
+    out: list[list[Sample]] = []
+    for tick in sorted(ticks):
+        group = ticks[tick]
+        fresh = [s for s in group if s.uss is not None]
+        missing = [s for s in group if s.uss is None]
+        if fresh and all(s.pid in last for s in missing):
+            out.append(
+                fresh
+                + [
+                    dataclasses.replace(s, uss=last[s.pid].uss, pss=last[s.pid].pss)
+                    for s in missing
+                ]
+            )
+        for s in fresh:
+            last[s.pid] = s
+    return out
+
+
 def _memory(
     samples: Sequence[Sample],
     main_pid: int,
@@ -444,6 +471,7 @@ def _memory(
     for s in samples:
         ticks[s.tick].append(s)
     deep = _deep_ticks(samples)
+    summable = _summable_ticks(samples)
 
     def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int | None:
         # None when a process's figure was not measured (psutil without PSS): a
@@ -473,8 +501,8 @@ def _memory(
             idle_pss.append(pss)
     main = per_pid.get(main_pid, [])
     return TrialMemory(
-        peak_total_pss_bytes=peak([total(g, "pss") for g in deep]),
-        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in deep]),
+        peak_total_pss_bytes=peak([total(g, "pss") for g in summable]),
+        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in summable]),
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,

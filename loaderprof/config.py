@@ -98,6 +98,8 @@ class RunConfig:
     # NOTE [template]: trials are forked from a warm template process; True starts
     # every trial as a fresh interpreter instead.
     fresh_interpreter: bool = False
+    # Keep every batch span and memory sample in the JSON (see detail.py).
+    full_detail: bool = False
     # Under torchrun: this rank and the world size (each rank loads its shard
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
@@ -183,6 +185,7 @@ _BOOL_KEYS = {
     "set_epoch",
     "state_checks",
     "fresh_interpreter",
+    "full_detail",
 }
 _STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook"}
 

@@ -198,6 +198,13 @@ class RunOptions:
         "template that has imported torch once (slower: each trial imports torch again).",
         panel=MEASUREMENT,
     )
+    full_detail: bool | None = opt(
+        "--full-detail/--bounded-detail",
+        help="Keep every batch span and memory sample in the JSON; by default a long "
+        "trial's are downsampled past 20,000 spans and 5,000 samples per process, "
+        "peaks kept (every figure is computed from everything).",
+        panel=OUTPUTS,
+    )
     state_checks: bool | None = opt(
         "--state-checks/--no-state-checks",
         help="Fingerprint the Dataset's attributes each epoch in the main process and in "

@@ -257,6 +257,22 @@ class SamplerStats:
     # Seconds the sampler spent reading /proc, and that as a share of the trial's wall.
     busy_s: float
     duty_cycle: float
+    # Ticks inside epochs that read only new or grown processes.
+    targeted_ticks: int = 0
+    # The 95th percentile of the time between consecutive ticks while sampling (not
+    # held still for a timing trial's epochs): the interval the sampler kept.
+    tick_gap_p95_s: float | None = None
+
+
+@dataclass(frozen=True)
+class DetailInfo:
+    """What a long trial's JSON kept of its batch spans and memory samples (see
+    detail.py); absent when it kept everything."""
+
+    batch_spans: int
+    batch_spans_kept: int
+    timeline_samples: int
+    timeline_samples_kept: int
 
 
 @dataclass(frozen=True)
@@ -291,6 +307,7 @@ class TrialResult:
     # (epochs timed with the sampler still), "memory" (sampled deeply throughout,
     # epochs not timed) or "both" (a plan of one trial per arm, or sampling off).
     role: str = "both"
+    detail: DetailInfo | None = None
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
-"""Run one trial in a fresh child process and watch it from outside.
+"""Run one trial in its own child process and watch it from outside.
 
-Each trial is a new interpreter (`python -m loaderprof.trial`), not a fork of
-this one, so one arm's leftovers (memory, allocator state, live workers,
-imported modules) cannot bias the other. The child leads its own process
-session; every process of the trial (workers, forkserver, resource tracker)
-inherits its process group, so one `killpg` ends them all and none is left
-behind, whatever happens.
+Each trial is a process of its own, forked from a warm template that has
+imported torch once (NOTE [template]) or, with --fresh-interpreter, a new
+interpreter (`python -m loaderprof.trial`); never a fork of this one, so one
+arm's leftovers (memory, allocator state, live workers, imported user modules)
+cannot bias the other. The child leads its own process session; every process
+of the trial (workers, forkserver, resource tracker) inherits its process
+group, so one `killpg` ends them all and none is left behind, whatever happens.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dataclasses
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -305,6 +307,8 @@ def _result(
             deep_ticks=sampler.deep_ticks,
             busy_s=sampler.busy_s,
             duty_cycle=sampler.busy_s / wall if wall > 0 else 0.0,
+            targeted_ticks=sampler.targeted_ticks,
+            tick_gap_p95_s=_p95(sampler.tick_gaps),
         )
     return dataclasses.replace(result, sampler=stats, warmup=plan.warmup, role=plan.role)
 
@@ -353,6 +357,12 @@ class TemplateRunner:
         if self._template is not None:
             self._template.close()
             self._template = None
+
+
+def _p95(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return values[0] if values else None
+    return statistics.quantiles(values, n=20, method="inclusive")[-1]
 
 
 class TrialInterrupted(Exception):

@@ -16,6 +16,9 @@ taken only when memory moves or time passes:
 * a process appeared (its first sample is deep);
 * some process's RSS rose above its high-water mark at the last deep sample by
   more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
+  this and the first case read only those processes (a targeted tick), so that
+  with many workers a new or growing one is read at once, not after a walk of
+  all the others;
 * `deep_interval_s` passed (catches USS that grows without RSS growing, such
   as copy-on-write pages turning private);
 * a worker delivered its first batch (`request_deep`): what its start-up cost,
@@ -95,6 +98,11 @@ class TreeSampler(threading.Thread):
         self._deep_hw: dict[int, int] = {}
         self._last_deep = 0.0
         self.deep_ticks = 0
+        # Ticks inside an epoch that read only the new or grown processes.
+        self.targeted_ticks = 0
+        # Gaps between consecutive ticks while the sampler ran (not held), seconds.
+        self.tick_gaps: list[float] = []
+        self._last_tick: float | None = None
         # (monotonic ns, bytes used) of /dev/shm at deep ticks; its size.
         self.shm_used: list[tuple[int, int]] = []
         self.shm_size: int | None = None
@@ -137,7 +145,12 @@ class TreeSampler(threading.Thread):
         next_t = time.monotonic()
         while not self._stop_event.is_set():
             began = time.monotonic()
-            if not self._still(began):
+            if self._still(began):
+                self._last_tick = None
+            else:
+                if self._last_tick is not None:
+                    self.tick_gaps.append(began - self._last_tick)
+                self._last_tick = began
                 self._sample_once(self.ticks, began)
                 self.busy_s += time.monotonic() - began
                 self.ticks += 1
@@ -152,17 +165,22 @@ class TreeSampler(threading.Thread):
                 self._wake.clear()
                 next_t = time.monotonic()
 
-    def _wants_deep(self, now: float, rss: dict[int, int]) -> bool:
+    def _deep_pids(self, now: float, rss: dict[int, int]) -> set[int]:
+        """The processes whose USS/PSS this tick reads: all of them (a full tick, whose
+        figures can be summed), or inside a timed epoch only those that appeared or
+        grew (a targeted tick: with 32 workers a full walk takes longer than a
+        short-lived worker lives, so new and growing processes go first and alone)."""
         if self._deep_requested.is_set():
             self._deep_requested.clear()
-            return True
+            return set(rss)
         if not self._in_epoch.is_set() or now - self._last_deep >= self.deep_interval_s:
-            return True
+            return set(rss)
+        grown = set()
         for pid, r in rss.items():
             hw = self._deep_hw.get(pid)
             if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
-                return True
-        return False
+                grown.add(pid)
+        return grown
 
     def _template_share(self) -> int:
         """NOTE [template]: what a fresh interpreter would hold in the trial main but
@@ -185,11 +203,14 @@ class TreeSampler(threading.Thread):
             r = procfs.rss(pid)
             if r is not None and r > 0:  # a zombie has no pages left
                 rss[pid] = r
-        deep = self._wants_deep(now, rss)
+        deep_pids = self._deep_pids(now, rss)
+        deep = len(deep_pids) == len(rss)
+        if deep_pids and not deep:
+            self.targeted_ticks += 1
         seen: set[int] = set()
         for pid, r in rss.items():
             uss = pss = None
-            if deep:
+            if pid in deep_pids:
                 mem = procfs.memory(pid)
                 if mem is None:
                     continue

@@ -103,8 +103,21 @@ def build_report(
     from loaderprof.state_findings import weigh
 
     findings = find(report)
+    if not cfg.full_detail:
+        # After every figure and finding: they see all that was measured.
+        from loaderprof.detail import bounded
+
+        arms = {
+            name: dataclasses.replace(
+                arm,
+                trials=tuple(bounded(t) for t in arm.trials),
+                warmup_trials=tuple(bounded(t) for t in arm.warmup_trials),
+            )
+            for name, arm in report.arms.items()
+        }
     return dataclasses.replace(
         report,
+        arms=arms,
         findings=findings,
         verdict=weigh(report.verdict, findings),
         projection=projection,

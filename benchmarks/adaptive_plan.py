@@ -1,0 +1,85 @@
+"""Does the adaptive plan (--trials auto) reach the fixed plan's verdict sooner?
+
+NOTE [sequential looks]: on each bundled example, side by side in one run, run
+`compare` with the default adaptive plan and with a fixed plan of --fixed
+trials per arm, alternating which goes first. Reports both walls, their ratio,
+the trials each ran, both verdicts and whether they agree.
+
+    python benchmarks/adaptive_plan.py --out benchmarks/results/adaptive_plan.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from loaderprof.config import build_config
+from loaderprof.session import run_compare
+
+EXAMPLES = (
+    "loaderprof.examples:LazyResourceDataset",
+    "loaderprof.examples:CheapDataset",
+    "loaderprof.examples:CachedDecodeDataset",
+)
+
+
+def _run(flags: dict[str, Any]) -> dict[str, Any]:
+    start = time.monotonic()
+    report = run_compare(build_config(flags))
+    wall = time.monotonic() - start
+    epochs = sum(e.wall_s for a in report.arms.values() for t in a.trials for e in t.epochs)
+    plan = report.plan
+    return {
+        "wall_s": wall,
+        "epoch_walls_s": epochs,
+        "wall_over_epochs": wall / epochs if epochs else None,
+        "verdict": report.recommendation,
+        "decided": report.verdict.decided if report.verdict else None,
+        "trials_per_arm": plan.trials_per_arm if plan else None,
+        "stopped": plan.stopped if plan else None,
+        "steady_ratio": vars(report.comparison.steady_epoch_ratio)
+        if report.comparison and report.comparison.steady_epoch_ratio
+        else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fixed", type=int, default=5, help="trials per arm of the fixed plan")
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    rows = []
+    for i, dataset in enumerate(EXAMPLES):
+        base = {"dataset": dataset, "epochs": a.epochs}
+        runs = [("adaptive", base), ("fixed", {**base, "trials": a.fixed})]
+        if i % 2:
+            runs.reverse()
+        out = {name: _run(flags) for name, flags in runs}
+        row = {
+            "dataset": dataset,
+            **out,
+            "wall_ratio_adaptive_over_fixed": out["adaptive"]["wall_s"] / out["fixed"]["wall_s"],
+            "same_verdict": out["adaptive"]["verdict"] == out["fixed"]["verdict"],
+        }
+        rows.append(row)
+        print(
+            f"{dataset.split(':')[1]:<22} adaptive {out['adaptive']['wall_s']:5.1f} s "
+            f"({out['adaptive']['trials_per_arm']} trials/arm, {out['adaptive']['verdict']}) · "
+            f"fixed {out['fixed']['wall_s']:5.1f} s ({out['fixed']['verdict']}) · "
+            f"ratio {row['wall_ratio_adaptive_over_fixed']:.2f}",
+            file=sys.stderr,
+        )
+    if a.out:
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        a.out.write_text(
+            json.dumps({"config": vars(a) | {"out": str(a.out)}, "rows": rows}, indent=2) + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
