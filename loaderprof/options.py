@@ -146,7 +146,8 @@ class RunOptions:
     idle_ms: float | None = opt(
         "--idle-ms",
         help="Pause after each epoch (not timed) in which idle worker memory is "
-        "sampled (default: 3 sampling intervals).",
+        "sampled, in memory trials and single-trial plans; timing trials take none "
+        "(default: 3 sampling intervals).",
         panel=MEASUREMENT,
     )
     trials: int | str | None = opt(

@@ -164,6 +164,10 @@ def run_trial(
 ) -> TrialResult:
     files = _files(plan, workdir)
     events_path = files["events.jsonl"]
+    if plan.role == "timing":
+        # NOTE [timing and memory trials]: the pause after each epoch is where idle
+        # memory is sampled; a timing trial samples nothing, so it needs none.
+        cfg = dataclasses.replace(cfg, idle_ms=0.0)
     files["plan.json"].write_text(
         json.dumps(
             {
@@ -214,10 +218,10 @@ def run_trial(
 
 def _steer(sampler: TreeSampler, ev: Mapping[str, Any], cfg: RunConfig) -> None:
     """NOTE [timing and memory trials]: in a timing trial the sampler holds still from
-    just before the loader is built, and samples only in the untimed pause after
-    each epoch, stopping two ticks before the pause ends so that no sample overlaps
-    the next epoch's start. What it reads there (idle memory, handles) costs the
-    timed epochs nothing."""
+    just before the loader is built until the loader is closed. Were there a pause
+    after each epoch (the runner gives timing trials none), it would sample there,
+    stopping two ticks before the pause ends so that no sample overlaps the next
+    epoch's start."""
     kind = ev["ev"]
     if kind in ("loader_building", "epoch_start"):
         sampler.hold()

@@ -60,9 +60,10 @@ def _pooled(groups: Sequence[Sequence[float]]) -> list[float]:
 
 
 def _t_quantile(confidence: float, df: float) -> float:
-    from scipy.stats import t
+    # scipy.special, not scipy.stats: the same function, a fifth of the import time.
+    from scipy.special import stdtrit
 
-    return float(t.ppf(1 - (1 - confidence) / 2, df))
+    return float(stdtrit(df, 1 - (1 - confidence) / 2))
 
 
 def welch_log_ratio(
@@ -79,10 +80,10 @@ def welch_log_ratio(
     if se == 0:
         return Ratio(math.exp(d), math.exp(d), math.exp(d)), (0.0 if d != 0 else 1.0)
     df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1))
-    from scipy.stats import t
+    from scipy.special import stdtr
 
     half = _t_quantile(confidence, df) * se
-    p = float(2 * t.sf(abs(d) / se, df))
+    p = float(2 * stdtr(df, -abs(d) / se))
     return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half)), p
 
 
