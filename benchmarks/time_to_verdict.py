@@ -59,6 +59,8 @@ def _run(cfg_flags: dict[str, Any]) -> dict[str, Any]:
     }
     return {
         "wall_s": wall,
+        "trials_per_arm": report.plan.trials_per_arm if report.plan else None,
+        "stopped": report.plan.stopped if report.plan else None,
         "verdict": report.verdict.recommendation if report.verdict else None,
         "headline": report.verdict.headline if report.verdict else None,
         "steady_ratio": vars(c.steady_epoch_ratio) if c and c.steady_epoch_ratio else None,
@@ -77,7 +79,8 @@ def main() -> None:
     ap.add_argument("--open-cost-s", type=float, default=0.3)
     ap.add_argument("--max-batches", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--trials", default="auto", help="'auto' (the default plan) or N")
+    ap.add_argument("--cut-only", action="store_true", help="skip the full-epoch run")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     common = {
@@ -92,9 +95,12 @@ def main() -> None:
     # Cut first, then full: what a user would compare.
     results["cut"] = _run({**common, "max_batches": a.max_batches})
     print("cut run done", file=sys.stderr)
-    results["full"] = _run(common)
-    results["wall_ratio_cut_over_full"] = results["cut"]["wall_s"] / results["full"]["wall_s"]
-    for k in ("cut", "full"):
+    runs = ["cut"]
+    if not a.cut_only:
+        results["full"] = _run(common)
+        results["wall_ratio_cut_over_full"] = results["cut"]["wall_s"] / results["full"]["wall_s"]
+        runs.append("full")
+    for k in runs:
         r = results[k]
         print(
             f"{k:<5} wall {r['wall_s']:6.1f} s · verdict {r['verdict']} · "
@@ -102,7 +108,8 @@ def main() -> None:
             f"measured steady {r['measured_steady_epoch_s']} · "
             f"projected {r['projected_steady_epoch_s']}"
         )
-    print(f"wall cut ÷ full = {results['wall_ratio_cut_over_full']:.2f}")
+    if "full" in results:
+        print(f"wall cut ÷ full = {results['wall_ratio_cut_over_full']:.2f}")
     if a.out:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(json.dumps(results, indent=2) + "\n")

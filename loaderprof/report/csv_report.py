@@ -48,6 +48,9 @@ def compare_frame(report: Report) -> pd.DataFrame:
                         "persistent": arm.persistent,
                         "trial": trial.index,
                         "warmup": trial.warmup,
+                        # NOTE [timing and memory trials]: memory trials' epoch
+                        # times feed no statistic.
+                        "role": trial.role,
                         "trial_complete": trial.complete,
                         "epoch": e.epoch,
                         "phase": row["phase"],
