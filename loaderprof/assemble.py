@@ -311,7 +311,7 @@ def _shutdown_peak(
     if not closing:
         return None
     lo = closing[0]["t"]
-    ticks = _deep_ticks(s for s in inside if s.t_ns >= lo)
+    ticks = _summable_ticks([s for s in inside if s.t_ns >= lo])
     if any(s.pss is None for g in ticks for s in g):
         return None
     return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)
@@ -490,7 +490,9 @@ def _memory(
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi, _ in idle_windows:
-        in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
+        # Completed only from reads inside the pause itself: a figure carried from
+        # the epoch before would not be idle memory.
+        in_window = _summable_ticks([s for s in samples if lo <= s.t_ns <= hi])
         if not in_window:
             continue
         uss = peak([total(g, "uss", worker_pids) for g in in_window])

@@ -19,13 +19,18 @@ taken only when memory moves or time passes:
   this and the first case read only those processes (a targeted tick), so that
   with many workers a new or growing one is read at once, not after a walk of
   all the others;
-* `deep_interval_s` passed (catches USS that grows without RSS growing, such
-  as copy-on-write pages turning private);
+* `deep_interval_s` passed since a process was last read (catches USS that
+  grows without RSS growing, such as copy-on-write pages turning private);
 * a worker delivered its first batch (`request_deep`): what its start-up cost,
   apart from what reading adds later.
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
-held by persistent workers is measured) every tick is deep.
+held by persistent workers is measured) every process is due on every tick.
+Inside an epoch, beyond the reads it must make (new and grown processes), a
+tick reads the due processes, least recently read first, only for TICK_BUDGET
+of the interval: with many workers a walk of all of them is spread over
+several ticks, and the sampler keeps its interval (`tick_gap_p95_s` in the
+JSON) while the workers live.
 
 NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
 small machine (the sampler's thread competes with the workers), so the epochs
@@ -47,6 +52,8 @@ from loaderprof import procfs
 # triggers a deep sample inside an epoch.
 GROWTH_TRIGGER = 0.03
 GROWTH_TRIGGER_MIN_BYTES = 2 * 1024 * 1024
+# Share of the interval a tick may spend on USS/PSS reads beyond the ones it must make.
+TICK_BUDGET = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,7 +103,8 @@ class TreeSampler(threading.Thread):
         self._deep_requested = threading.Event()
         self._known: set[int] = set()
         self._deep_hw: dict[int, int] = {}
-        self._last_deep = 0.0
+        # pid -> monotonic time of its last USS/PSS read.
+        self._read_at: dict[int, float] = {}
         self.deep_ticks = 0
         # Ticks inside an epoch that read only the new or grown processes.
         self.targeted_ticks = 0
@@ -165,22 +173,30 @@ class TreeSampler(threading.Thread):
                 self._wake.clear()
                 next_t = time.monotonic()
 
-    def _deep_pids(self, now: float, rss: dict[int, int]) -> set[int]:
-        """The processes whose USS/PSS this tick reads: all of them (a full tick, whose
-        figures can be summed), or inside a timed epoch only those that appeared or
-        grew (a targeted tick: with 32 workers a full walk takes longer than a
-        short-lived worker lives, so new and growing processes go first and alone)."""
-        if self._deep_requested.is_set():
-            self._deep_requested.clear()
-            return set(rss)
-        if not self._in_epoch.is_set() or now - self._last_deep >= self.deep_interval_s:
-            return set(rss)
-        grown = set()
+    def _deep_order(self, now: float, rss: dict[int, int]) -> tuple[list[int], list[int]]:
+        """Whose USS/PSS this tick reads: (must, then as the tick's budget allows).
+
+        Must: processes that appeared or grew past the trigger (a short-lived worker
+        is read at once, alone if need be). Then the others that are due, the least
+        recently read first: inside an epoch those not read for `deep_interval_s`,
+        outside one (or on request) all of them. With 32 workers a walk of every
+        process takes several intervals; spread over ticks it keeps the interval.
+        """
+        must = []
         for pid, r in rss.items():
             hw = self._deep_hw.get(pid)
             if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
-                grown.add(pid)
-        return grown
+                must.append(pid)
+        everyone = self._deep_requested.is_set() or not self._in_epoch.is_set()
+        self._deep_requested.clear()
+        due = [
+            pid
+            for pid in rss
+            if pid not in must
+            and (everyone or now - self._read_at.get(pid, 0.0) >= self.deep_interval_s)
+        ]
+        due.sort(key=lambda pid: self._read_at.get(pid, 0.0))
+        return must, due
 
     def _template_share(self) -> int:
         """NOTE [template]: what a fresh interpreter would hold in the trial main but
@@ -203,19 +219,29 @@ class TreeSampler(threading.Thread):
             r = procfs.rss(pid)
             if r is not None and r > 0:  # a zombie has no pages left
                 rss[pid] = r
-        deep_pids = self._deep_pids(now, rss)
-        deep = len(deep_pids) == len(rss)
-        if deep_pids and not deep:
+        must, due = self._deep_order(now, rss)
+        # Outside epochs nothing is timed and the pause's figures need every process
+        # read in it, so the whole walk happens; inside, it keeps to the budget.
+        budget_end = now + TICK_BUDGET * self.interval_s
+        in_epoch = self._in_epoch.is_set()
+        read: dict[int, procfs.Mem | None] = {pid: procfs.memory(pid) for pid in must}
+        for pid in due:
+            if in_epoch and time.monotonic() >= budget_end:
+                break
+            read[pid] = procfs.memory(pid)
+        deep = len(read) == len(rss)
+        if read and not deep:
             self.targeted_ticks += 1
         seen: set[int] = set()
         for pid, r in rss.items():
             uss = pss = None
-            if pid in deep_pids:
-                mem = procfs.memory(pid)
+            if pid in read:
+                mem = read[pid]
                 if mem is None:
                     continue
                 r, uss, pss = mem.rss, mem.uss, mem.pss
                 self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
+                self._read_at[pid] = now
                 if pid == self.root_pid and pss is not None:
                     pss += self._template_share()
             # Handles need /proc/net scans: read them between epochs, and once
@@ -223,7 +249,7 @@ class TreeSampler(threading.Thread):
             first_sight = pid not in self._known
             held = (
                 procfs.handles(pid, self.ignore_files)
-                if first_sight or not self._in_epoch.is_set()
+                if first_sight or (pid in read and not self._in_epoch.is_set())
                 else None
             )
             seen.add(pid)
@@ -231,8 +257,8 @@ class TreeSampler(threading.Thread):
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
             self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss, held))
         if deep:
-            self._last_deep = now
             self.deep_ticks += 1
+        if deep or not self._in_epoch.is_set():
             shm = procfs.shm_usage()
             if shm is not None:
                 self.shm_size = shm[0]
