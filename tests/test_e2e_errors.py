@@ -45,6 +45,10 @@ def test_dataset_usage_errors_exit_2(spec: str, expected: str) -> None:
         (["--no-such-flag"], "No such option"),
         (["--json", "/no/such/dir/out.json"], "directory /no/such/dir does not exist"),
         (["--batch-size", "big"], "--batch-size must be an integer or 'none'"),
+        (["--max-trials", "0"], "--max-trials must be ≥ 1"),
+        (["--trials", "many"], "--trials must be an integer or 'auto'"),
+        (["--max-batches", "0"], "--max-batches must be ≥ 2"),
+        (["--epoch-samples", "100"], "it needs --max-batches"),
     ],
 )
 def test_flag_usage_errors_exit_2_before_any_trial(args: list[str], expected: str) -> None:
