@@ -45,15 +45,7 @@ def build_report(
     arms = _arms(trials)
     p, n = arms["persistent"], arms["non_persistent"]
     errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
-    counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
-    planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
-    complete = (
-        not errors
-        and not interrupted
-        and len(counts) == 1
-        and counts <= planned
-        and all(t.complete for a in arms.values() for t in a.trials)
-    )
+    complete = not errors and not interrupted and _ran_as_planned(cfg, arms)
     comparison = verdict = projection = None
     warnings: list[str] = []
     for t in trials:
@@ -103,27 +95,41 @@ def build_report(
     from loaderprof.state_findings import weigh
 
     findings = find(report)
-    if not cfg.full_detail:
-        # After every figure and finding: they see all that was measured.
-        from loaderprof.detail import bounded
-
-        arms = {
-            name: dataclasses.replace(
-                arm,
-                trials=tuple(bounded(t) for t in arm.trials),
-                warmup_trials=tuple(bounded(t) for t in arm.warmup_trials),
-            )
-            for name, arm in report.arms.items()
-        }
     return dataclasses.replace(
         report,
-        arms=arms,
+        # After every figure and finding: they see all that was measured.
+        arms=arms if cfg.full_detail else _bounded(arms),
         findings=findings,
         verdict=weigh(report.verdict, findings),
         projection=projection,
         findings_checked=findings_checked(report),
         plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), verdict),
     )
+
+
+def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:
+    """Every trial complete, and as many timing trials per arm as the plan may end with."""
+    counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
+    planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
+    return (
+        len(counts) == 1
+        and counts <= planned
+        and all(t.complete for a in arms.values() for t in a.trials)
+    )
+
+
+def _bounded(arms: Mapping[str, ArmResult]) -> dict[str, ArmResult]:
+    """The arms with each trial's detail bounded for the JSON (see detail.py)."""
+    from loaderprof.detail import bounded
+
+    return {
+        name: dataclasses.replace(
+            arm,
+            trials=tuple(bounded(t) for t in arm.trials),
+            warmup_trials=tuple(bounded(t) for t in arm.warmup_trials),
+        )
+        for name, arm in arms.items()
+    }
 
 
 def _adaptive(cfg: RunConfig) -> bool:
