@@ -109,6 +109,8 @@ class Execution:
     # This rank's own report (equal to `report` on rank 0 and without torchrun).
     local: Report
     rank: int = 0
+    # Under torchrun: `release` ends the process group once rank 0 has reported.
+    distributed: bool = False
 
 
 def execute(
@@ -135,7 +137,7 @@ def execute(
         on_progress=on_progress if ctx.rank == 0 else None,
         sync=dist.barrier,
     )
-    return Execution(_gather(local, ctx, cfg.memory_budget_bytes), local, ctx.rank)
+    return Execution(_gather(local, ctx, cfg.memory_budget_bytes), local, ctx.rank, True)
 
 
 def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
@@ -144,13 +146,23 @@ def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
     from loaderprof.results import from_dict, to_dict
 
     gathered = dist.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
-    dist.finish()
     if gathered is None:
         return None
     reports = [(rank, host, from_dict(Report, data)) for rank, host, data in gathered]
     summary = dist.summarize(reports)
-    merged = dataclasses.replace(report, distributed=summary)
+    merged = dist.mark_failed_ranks(dataclasses.replace(report, distributed=summary), summary)
     return dist.adjust_verdict(merged, summary, budget)
+
+
+def release(done: Execution) -> bool:
+    """Under torchrun: every rank waits here until rank 0 has written and printed the
+    report, so that no rank's exit (torchrun stops the others when one fails) cuts it
+    short; then the process group ends. True when rank 0 reported for every rank."""
+    if not done.distributed:
+        return False
+    from loaderprof import distributed as dist
+
+    return dist.release()
 
 
 def measured(report: Report) -> bool:

@@ -11,6 +11,7 @@ Without torchrun nothing changes: a single process is world size 1.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections import defaultdict
@@ -26,7 +27,9 @@ from loaderprof.results import (
     RankSummary,
     Report,
     SlowestRank,
+    TrialError,
     TrialResult,
+    error_line,
 )
 
 
@@ -84,6 +87,21 @@ def finish() -> None:
         dist.destroy_process_group()
 
 
+def release() -> bool:
+    """A last barrier (rank 0 reaches it after reporting), then the group ends. True
+    when every rank got there; a rank that is gone makes the barrier fail."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return False
+    reached = False
+    with contextlib.suppress(Exception):
+        dist.barrier()
+        reached = True
+    finish()
+    return reached
+
+
 def _median(stat: Any) -> float | None:
     return None if stat is None else float(stat.median)
 
@@ -107,6 +125,16 @@ def measured_worker_processes(trials: Sequence[TrialResult]) -> int:
     return most
 
 
+def _failure(rep: Report) -> tuple[str, str] | None:
+    """(category, line) of a rank whose run did not complete; None when it did."""
+    errors = [e for e in rep.errors if e.category != "interrupted"]
+    if not errors and rep.complete:
+        return None
+    if not errors:
+        return "interrupted", "stopped before it finished"
+    return errors[0].category, error_line(rep) or errors[0].message
+
+
 def _rank_summary(rank: int, host: str, rep: Report) -> RankSummary:
     arms = {}
     for name, arm in rep.arms.items():
@@ -120,7 +148,15 @@ def _rank_summary(rank: int, host: str, rep: Report) -> RankSummary:
             idle_workers_uss_bytes=_median(s.idle_workers_uss_bytes),
             worker_pids=tuple(pids),
         )
-    return RankSummary(rank=rank, host=host, arms=arms)
+    failure = _failure(rep)
+    return RankSummary(
+        rank=rank,
+        host=host,
+        arms=arms,
+        failed=failure is not None,
+        error=failure[1] if failure else None,
+        error_category=failure[0] if failure else None,
+    )
 
 
 def _slowest_ranks(reports: Sequence[tuple[int, str, Report]]) -> list[SlowestRank]:
@@ -172,6 +208,25 @@ def summarize(reports: Sequence[tuple[int, str, Report]]) -> DistributedSummary:
     )
 
 
+def mark_failed_ranks(report: Report, summary: DistributedSummary) -> Report:
+    """Rank 0's report speaks for the job: a failed rank makes it incomplete, and each
+    failed rank's line (named) becomes one of its errors."""
+    import dataclasses
+
+    failed = [r for r in summary.ranks if r.failed]
+    if not failed:
+        return report
+    errors = tuple(
+        TrialError(
+            r.error_category or "run",  # type: ignore[arg-type]
+            "rank_failed",
+            f"rank {r.rank} (host {r.host}): {r.error}",
+        )
+        for r in failed
+    )
+    return dataclasses.replace(report, complete=False, errors=(*report.errors, *errors))
+
+
 def adjust_verdict(report: Report, summary: DistributedSummary, budget: int | None) -> Report:
     """The verdict accounts for the node: all ranks' workers, and the node's memory."""
     import dataclasses
@@ -184,8 +239,10 @@ def adjust_verdict(report: Report, summary: DistributedSummary, budget: int | No
         return report
     node = max(summary.nodes, key=lambda n: n.arms["persistent"].pss_total_bytes or 0)
     p = node.arms["persistent"]
+    ran = [r for r in summary.ranks if r.rank in node.ranks and not r.failed]
     reason = (
-        f"on node {node.host}: {len(node.ranks)} ranks run {p.worker_processes} worker "
+        f"on node {node.host}: {len(ran)} of {len(node.ranks)} ranks measured; they ran "
+        f"{p.worker_processes} worker "
         f"processes; with persistence they hold {fmt_bytes(p.idle_workers_uss_bytes)} between "
         f"epochs, and the node peaks at {fmt_bytes(p.pss_total_bytes)} PSS"
     )

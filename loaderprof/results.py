@@ -492,6 +492,11 @@ class RankSummary:
     rank: int
     host: str
     arms: Mapping[str, RankArmSummary]
+    # The rank's run did not complete; its one error line (what the same run
+    # without torchrun would print) and its category (usage / run / interrupted).
+    failed: bool = False
+    error: str | None = None
+    error_category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -683,3 +688,21 @@ def _convert(tp: Any, data: Any) -> Any:
     if tp is float and isinstance(data, int):
         return float(data)
     return data
+
+
+def error_line(report: Report) -> str | None:
+    """The one line that says what went wrong, naming the arm and trial."""
+    for arm in report.arms.values():
+        for t in arm.trials:
+            if t.error is None or t.error.category == "interrupted":
+                continue
+            if t.error.category == "usage":
+                return t.error.message
+            where = f"{arm.name.replace('_', '-')} arm, trial {t.index + 1}"
+            epoch = (
+                f" (epoch {t.error.epoch})"
+                if t.error.epoch and "epoch" not in t.error.message
+                else ""
+            )
+            return f"{where}: {t.error.message}{epoch}"
+    return None

@@ -162,24 +162,6 @@ def run_exit_code(report: Report, signals: Signals) -> int:
     return int(ExitCode.OK)
 
 
-def error_line(report: Report) -> str | None:
-    """The one line that says what went wrong, naming the arm and trial."""
-    for arm in report.arms.values():
-        for t in arm.trials:
-            if t.error is None or t.error.category == "interrupted":
-                continue
-            if t.error.category == "usage":
-                return t.error.message
-            where = f"{arm.name.replace('_', '-')} arm, trial {t.index + 1}"
-            epoch = (
-                f" (epoch {t.error.epoch})"
-                if t.error.epoch and "epoch" not in t.error.message
-                else ""
-            )
-            return f"{where}: {t.error.message}{epoch}"
-    return None
-
-
 def error_detail(report: Report) -> str | None:
     return next((e.detail for e in report.errors if e.detail), None)
 

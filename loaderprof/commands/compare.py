@@ -12,7 +12,6 @@ from loaderprof.commands.common import (
     Outputs,
     Signals,
     error_detail,
-    error_line,
     failed_gates,
     run_exit_code,
     stderr_console,
@@ -22,8 +21,11 @@ from loaderprof.commands.common import (
 )
 from loaderprof.errors import ExitCode, UsageError
 from loaderprof.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
+from loaderprof.results import error_line
 
 GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
+# A rank's failures that rank 0 reports for it (under torchrun).
+_REPORTED = (ExitCode.USAGE, ExitCode.RUN_FAILED)
 
 COMPARE_DOC = "Run the same DataLoader with persistent_workers on and off, and compare."
 CHECK_DOC = """Run every lifecycle check: leaks, state carried across epochs, memory growth,
@@ -63,10 +65,26 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     with trial_progress(prep.cfg, err, enabled=shown) as on_progress:
         done = api.execute(prep, on_progress=on_progress)
     if done.report is None:  # not rank 0: measured, handed over, silent
-        return run_exit_code(done.local, signals)
-    report = done.report
+        code = run_exit_code(done.local, signals)
+        # Rank 0 named this rank's failure and exits with its code: the job's exit
+        # status comes from there, and only from there.
+        reported = api.release(done)
+        return int(ExitCode.OK) if reported and code in _REPORTED else code
+    try:
+        return _report(done.report, prep, outputs, ui, signals, check, err)
+    finally:
+        api.release(done)
+
+
+def _report(
+    report: Any, prep: Any, outputs: Outputs, ui: Any, signals: Signals, check: bool, err: Any
+) -> int:
+    """Rank 0 (or the only process): gates, outputs, tables, the closing line."""
+    from loaderprof import api
+
     code = run_exit_code(report, signals)
-    if code == ExitCode.USAGE:
+    failed_ranks = [r for r in report.distributed.ranks if r.failed] if report.distributed else []
+    if code == ExitCode.USAGE and not failed_ranks:
         detail = error_detail(report) if ui.debug else None
         raise UsageError(error_line(report) or "invalid input", detail=detail)
     if code == ExitCode.OK and api.gateable(report):
@@ -78,6 +96,11 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
 
         print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
     warn_inconclusive(report, err)
+    if failed_ranks:
+        # One line per failed rank, as each would print alone; the code of the first.
+        for r in failed_ranks:
+            sys.stderr.write(f"loaderprof: error: rank {r.rank} (host {r.host}): {r.error}\n")
+        return code
     return _closing(report, code, outputs, prep.strict, ui.debug, check, err)
 
 
