@@ -241,7 +241,7 @@ def adjust_verdict(report: Report, summary: DistributedSummary, budget: int | No
     p = node.arms["persistent"]
     ran = [r for r in summary.ranks if r.rank in node.ranks and not r.failed]
     reason = (
-        f"on node {node.host}: {len(ran)} of {len(node.ranks)} ranks measured; they ran "
+        f"on node {node.host}: {len(ran)} of {len(node.ranks)} ranks completed; they ran "
         f"{p.worker_processes} worker "
         f"processes; with persistence they hold {fmt_bytes(p.idle_workers_uss_bytes)} between "
         f"epochs, and the node peaks at {fmt_bytes(p.pss_total_bytes)} PSS"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import torch
 from torch.utils.data import Dataset, get_worker_info
@@ -44,4 +45,19 @@ class KilledWorker(Dataset[torch.Tensor]):
             self._fetched += 1
             if self._fetched == self.at_item:
                 os.kill(os.getpid(), signal.SIGKILL)
+        return torch.tensor([index], dtype=torch.float32)
+
+
+class HangingRank(Dataset[torch.Tensor]):
+    """On rank `bad_rank` every item hangs: only --trial-timeout ends the trial."""
+
+    def __init__(self, bad_rank: int = 1, n: int = 64) -> None:
+        self.bad_rank, self.n = bad_rank, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if _rank() == self.bad_rank:
+            time.sleep(3600)
         return torch.tensor([index], dtype=torch.float32)

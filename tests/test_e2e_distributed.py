@@ -93,6 +93,6 @@ def test_two_ranks_under_torchrun(tmp_path: Path) -> None:
         e["samples"] == 32 for t in report["arms"]["persistent"]["trials"] for e in t["epochs"]
     )
     assert any(
-        "on node" in r and "2 of 2 ranks measured; they ran 4 worker processes" in r
+        "on node" in r and "2 of 2 ranks completed; they ran 4 worker processes" in r
         for r in report["verdict"]["reasons"]
     )

@@ -95,3 +95,28 @@ def test_a_killed_worker_on_one_rank_is_a_run_failure_named_by_rank(tmp_path: Pa
     (node,) = report["distributed"]["nodes"]
     assert node["arms"]["persistent"]["worker_processes"] <= 4
     assert leftover_processes() == []
+
+
+def test_a_hanging_rank_is_ended_by_its_trial_timeout_and_named(tmp_path: Path) -> None:
+    run = _torchrun(tmp_path, "HangingRank", "--trial-timeout", "6")
+    assert run.returncode != 0
+    (line,) = _errors(run.stderr)
+    assert line.startswith("loaderprof: error: rank 1 (host ")
+    assert "--trial-timeout 6 s" in line
+    assert "exitcode  : 3" in run.stderr
+    ranks = _ranks(tmp_path)
+    assert ranks[1]["failed"] and not ranks[0]["failed"]
+    assert leftover_processes() == []
+
+
+def test_rank_0_failing_is_named_too(tmp_path: Path) -> None:
+    run = _torchrun(tmp_path, "MissingShard", "--arg", "bad_rank=0")
+    assert run.returncode != 0
+    (line,) = _errors(run.stderr)
+    assert line.startswith("loaderprof: error: rank 0 (host ")
+    assert "shard-0.bin is missing" in line
+    assert "exitcode  : 2" in run.stderr
+    ranks = _ranks(tmp_path)
+    assert ranks[0]["failed"] and not ranks[1]["failed"]
+    assert len(ranks[1]["arms"]["persistent"]["worker_pids"]) == 2
+    assert leftover_processes() == []

@@ -10,7 +10,7 @@ import pytest
 
 from loaderprof import analysis, distributed
 from loaderprof.config import LoaderOptions, RunConfig
-from loaderprof.results import Comparison, Ratio, Report, TrialResult
+from loaderprof.results import Comparison, Ratio, Report, TrialError, TrialResult
 from loaderprof.session import build_report
 from test_analysis import MiB, _pair, _trial
 
@@ -214,7 +214,9 @@ def test_node_worker_processes_are_measured_not_configured() -> None:
     assert node.arms["non_persistent"].worker_processes == 4
     adjusted = distributed.adjust_verdict(reports[0][2], summary, None)
     assert adjusted.verdict is not None
-    assert any("2 ranks run 4 worker processes" in r for r in adjusted.verdict.reasons)
+    assert any(
+        "2 of 2 ranks completed; they ran 4 worker processes" in r for r in adjusted.verdict.reasons
+    )
     report = dataclasses.replace(adjusted, distributed=summary)
     metric = analysis.report_metrics(report)["persistent.node_worker_processes"]
     assert metric.value == 4
@@ -239,3 +241,24 @@ def test_detect_reads_torchrun_environment() -> None:
     assert distributed.detect({"WORLD_SIZE": "1", "RANK": "0"}) is None
     ctx = distributed.detect({"WORLD_SIZE": "4", "RANK": "3", "LOCAL_RANK": "1"})
     assert ctx is not None and (ctx.rank, ctx.world_size) == (3, 4)
+
+
+def test_a_failed_rank_makes_the_job_incomplete_and_is_named() -> None:
+    bad = _rank_report(2)
+    err = TrialError("usage", "usage", "a:B() raised FileNotFoundError: shard-1.bin is missing")
+    bad = dataclasses.replace(bad, errors=(err,), complete=False)
+    reports = [(0, "node-a", _rank_report(2)), (1, "node-a", bad)]
+    summary = distributed.summarize(reports)
+    ok, failed = summary.ranks
+    assert not ok.failed and failed.failed and failed.error_category == "usage"
+    marked = distributed.mark_failed_ranks(reports[0][2], summary)
+    assert not marked.complete
+    assert marked.errors[-1].message == (
+        "rank 1 (host node-a): a:B() raised FileNotFoundError: shard-1.bin is missing"
+    )
+    adjusted = distributed.adjust_verdict(marked, summary, None)
+    assert adjusted.verdict is not None
+    assert any("1 of 2 ranks completed" in r for r in adjusted.verdict.reasons)
+    # Nothing failed: nothing changes.
+    fine = distributed.summarize([(0, "h", _rank_report(2)), (1, "h", _rank_report(2))])
+    assert distributed.mark_failed_ranks(reports[0][2], fine) is reports[0][2]

@@ -89,7 +89,7 @@ def _report(
         raise UsageError(error_line(report) or "invalid input", detail=detail)
     if code == ExitCode.OK and api.gateable(report):
         report = api.finalize(report, prep)
-    if api.measured(report):
+    if api.measured(report) or report.distributed is not None:
         # Written even when the run failed: what was measured is never lost.
         outputs.write(report, strict=prep.strict)
         from loaderprof.report.console import print_report
