@@ -129,10 +129,10 @@ def trial_progress(
     trials = cfg.planned_trials + int(cfg.memory_trials)
     task = progress.add_task("starting", total=trials * 2 * cfg.epochs)
     # An adaptive plan may stop at any look: its total is the cap.
-    of = f"of ≤{cfg.max_trials}, adaptive" if cfg.adaptive else f"/{cfg.fixed_trials}"
+    of = f" (≤{cfg.max_trials}, adaptive)" if cfg.adaptive else f"/{cfg.fixed_trials}"
 
     def on_progress(plan: Any, ev: Any) -> None:
-        head = f"trial {plan.index + 1} {of} {ARM_LABEL[plan.arm]}".replace(" /", "/")
+        head = f"trial {plan.index + 1}{of} {ARM_LABEL[plan.arm]}"
         if plan.role == "memory":
             head = f"memory trial {ARM_LABEL[plan.arm]}"
         kind = None if ev is None else ev.get("ev")
