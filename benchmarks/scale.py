@@ -49,12 +49,23 @@ def main() -> None:
             "tick_gap_p95_s": max(gaps) if gaps else None,
             "interval_s": cfg.sample_interval_ms / 1000,
             "targeted_ticks": sum(t.sampler.targeted_ticks for t in memory if t.sampler),
+            # Every process must be read in each pause for the idle figure to exist.
+            "idle_workers_uss_bytes": (
+                arm.summary.idle_workers_uss_bytes.median
+                if arm.summary.idle_workers_uss_bytes
+                else None
+            ),
+            "peak_total_pss_bytes": (
+                arm.summary.peak_total_pss_bytes.median
+                if arm.summary.peak_total_pss_bytes
+                else None
+            ),
         }
         out["arms"][name] = row  # type: ignore[index]
         print(
             f"{name:<15} workers {row['worker_processes']:>4}, with peak USS "
             f"{row['with_peak_uss']:>4}; tick gap p95 {row['tick_gap_p95_s']} s "
-            f"(nominal {row['interval_s']} s)",
+            f"(nominal {row['interval_s']} s); idle workers USS {row['idle_workers_uss_bytes']}",
             file=sys.stderr,
         )
     if a.out:

@@ -26,11 +26,13 @@ taken only when memory moves or time passes:
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
 held by persistent workers is measured) every process is due on every tick.
-Inside an epoch, beyond the reads it must make (new and grown processes), a
-tick reads the due processes, least recently read first, only for TICK_BUDGET
-of the interval: with many workers a walk of all of them is spread over
-several ticks, and the sampler keeps its interval (`tick_gap_p95_s` in the
-JSON) while the workers live.
+Beyond the reads it must make (new and grown processes), a tick reads the due
+processes, least recently read first, only for TICK_BUDGET of the interval:
+with many workers a walk of all of them is spread over several ticks, and the
+sampler keeps its interval (`tick_gap_p95_s` in the JSON). Figures summed over
+processes complete a tick with each other process's last read (inside a pause:
+its last read in that pause), and the default pause grows with the workers so
+that every process is read in it.
 
 NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
 small machine (the sampler's thread competes with the workers), so the epochs
@@ -42,6 +44,7 @@ throughout, and its peaks (inside epochs) are the arm's memory figures.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -212,6 +215,15 @@ class TreeSampler(threading.Thread):
             return 0
         return max(0, mem.pss - mem.uss) + mem.private_clean
 
+    def _read_deep(
+        self, pid: int, handles: bool
+    ) -> tuple[procfs.Mem | None, procfs.Handles | None]:
+        mem = procfs.memory(pid)
+        if mem is not None and pid == self.root_pid and mem.pss is not None:
+            mem = dataclasses.replace(mem, pss=mem.pss + self._template_share())
+        held = procfs.handles(pid, self.ignore_files) if handles and mem is not None else None
+        return mem, held
+
     def _sample_once(self, tick: int, now: float) -> None:
         t_ns = time.monotonic_ns()
         rss: dict[int, int] = {}
@@ -220,38 +232,28 @@ class TreeSampler(threading.Thread):
             if r is not None and r > 0:  # a zombie has no pages left
                 rss[pid] = r
         must, due = self._deep_order(now, rss)
-        # Outside epochs nothing is timed and the pause's figures need every process
-        # read in it, so the whole walk happens; inside, it keeps to the budget.
+        # Handles need /proc/net scans: read them between epochs, and once when a
+        # process first appears (the baseline it started with; new ones are `must`).
+        between = not self._in_epoch.is_set()
         budget_end = now + TICK_BUDGET * self.interval_s
-        in_epoch = self._in_epoch.is_set()
-        read: dict[int, procfs.Mem | None] = {pid: procfs.memory(pid) for pid in must}
+        read = {pid: self._read_deep(pid, between or pid not in self._known) for pid in must}
         for pid in due:
-            if in_epoch and time.monotonic() >= budget_end:
+            if time.monotonic() >= budget_end:
                 break
-            read[pid] = procfs.memory(pid)
+            read[pid] = self._read_deep(pid, between)
         deep = len(read) == len(rss)
         if read and not deep:
             self.targeted_ticks += 1
         seen: set[int] = set()
         for pid, r in rss.items():
             uss = pss = None
+            mem, held = read.get(pid, (None, None))
             if pid in read:
-                mem = read[pid]
                 if mem is None:
                     continue
                 r, uss, pss = mem.rss, mem.uss, mem.pss
                 self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
                 self._read_at[pid] = now
-                if pid == self.root_pid and pss is not None:
-                    pss += self._template_share()
-            # Handles need /proc/net scans: read them between epochs, and once
-            # when a process first appears (the baseline it started with).
-            first_sight = pid not in self._known
-            held = (
-                procfs.handles(pid, self.ignore_files)
-                if first_sight or (pid in read and not self._in_epoch.is_set())
-                else None
-            )
             seen.add(pid)
             self._known.add(pid)
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
