@@ -311,7 +311,7 @@ def _shutdown_peak(
     if not closing:
         return None
     lo = closing[0]["t"]
-    ticks = _summable_ticks([s for s in inside if s.t_ns >= lo])
+    ticks = _deep_ticks(s for s in inside if s.t_ns >= lo)
     if any(s.pss is None for g in ticks for s in g):
         return None
     return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)
@@ -430,33 +430,6 @@ def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
     return [g for g in ticks.values() if all(s.uss is not None for s in g)]
 
 
-def _summable_ticks(samples: Sequence[Sample]) -> list[list[Sample]]:
-    """Full ticks, and targeted ticks (see sampler: only new or grown processes read)
-    completed with each other process's last deep figures. The growth trigger
-    guarantees those processes had not grown past it since, so a peak total reached
-    while one worker grows is not lost between two full ticks."""
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    last: dict[int, Sample] = {}
-    out: list[list[Sample]] = []
-    for tick in sorted(ticks):
-        group = ticks[tick]
-        fresh = [s for s in group if s.uss is not None]
-        missing = [s for s in group if s.uss is None]
-        if fresh and all(s.pid in last for s in missing):
-            out.append(
-                fresh
-                + [
-                    dataclasses.replace(s, uss=last[s.pid].uss, pss=last[s.pid].pss)
-                    for s in missing
-                ]
-            )
-        for s in fresh:
-            last[s.pid] = s
-    return out
-
-
 def _memory(
     samples: Sequence[Sample],
     main_pid: int,
@@ -471,7 +444,6 @@ def _memory(
     for s in samples:
         ticks[s.tick].append(s)
     deep = _deep_ticks(samples)
-    summable = _summable_ticks(samples)
 
     def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int | None:
         # None when a process's figure was not measured (psutil without PSS): a
@@ -490,9 +462,7 @@ def _memory(
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi, _ in idle_windows:
-        # Completed only from reads inside the pause itself: a figure carried from
-        # the epoch before would not be idle memory.
-        in_window = _summable_ticks([s for s in samples if lo <= s.t_ns <= hi])
+        in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
         if not in_window:
             continue
         uss = peak([total(g, "uss", worker_pids) for g in in_window])
@@ -503,8 +473,8 @@ def _memory(
             idle_pss.append(pss)
     main = per_pid.get(main_pid, [])
     return TrialMemory(
-        peak_total_pss_bytes=peak([total(g, "pss") for g in summable]),
-        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in summable]),
+        peak_total_pss_bytes=peak([total(g, "pss") for g in deep]),
+        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in deep]),
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,

@@ -6,7 +6,6 @@ trust it.
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import sys
 from collections.abc import Mapping
@@ -129,12 +128,9 @@ class RunConfig:
 
     @property
     def effective_idle_ms(self) -> float:
-        """The pause after each epoch: 3 sampling intervals, and 3 more per 8 workers
-        beyond the first 7, since a tick reads only a few processes (see sampler's
-        TICK_BUDGET) and the idle figures need every process read in the pause."""
         if self.idle_ms is not None:
             return self.idle_ms
-        return 3 * self.sample_interval_ms * math.ceil((self.loader.num_workers + 1) / 8)
+        return 3 * self.sample_interval_ms
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -147,7 +147,7 @@ class RunOptions:
         "--idle-ms",
         help="Pause after each epoch (not timed) in which idle worker memory is "
         "sampled, in memory trials and single-trial plans; timing trials take none "
-        "(default: 3 sampling intervals per 8 workers).",
+        "(default: 3 sampling intervals).",
         panel=MEASUREMENT,
     )
     trials: int | str | None = opt(

@@ -19,20 +19,23 @@ taken only when memory moves or time passes:
   this and the first case read only those processes (a targeted tick), so that
   with many workers a new or growing one is read at once, not after a walk of
   all the others;
-* `deep_interval_s` passed since a process was last read (catches USS that
-  grows without RSS growing, such as copy-on-write pages turning private);
+* `deep_interval_s` passed since the last walk over every process began
+  (catches USS that grows without RSS growing, such as copy-on-write pages
+  turning private);
 * a worker delivered its first batch (`request_deep`): what its start-up cost,
   apart from what reading adds later.
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
 held by persistent workers is measured) every process is due on every tick.
-Beyond the reads it must make (new and grown processes), a tick reads the due
-processes, least recently read first, only for TICK_BUDGET of the interval:
-with many workers a walk of all of them is spread over several ticks, and the
-sampler keeps its interval (`tick_gap_p95_s` in the JSON). Figures summed over
-processes complete a tick with each other process's last read (inside a pause:
-its last read in that pause), and the default pause grows with the workers so
-that every process is read in it.
+Inside an epoch, beyond the reads it must make (new and grown processes) and
+the first ALWAYS_READ, a tick reads the due processes, least recently read
+first, only for TICK_BUDGET of the interval: with many workers a walk of all of
+them is spread over several ticks and the sampler keeps its interval while the
+workers run (`tick_gap_p95_s` in the JSON). Figures summed over processes (PSS
+totals, idle memory) come only from ticks that read every process: PSS moves
+when another process maps or unmaps a shared page, so a figure carried from an
+earlier tick could not be summed honestly. Between epochs every tick reads
+every process.
 
 NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
 small machine (the sampler's thread competes with the workers), so the epochs
@@ -55,8 +58,11 @@ from loaderprof import procfs
 # triggers a deep sample inside an epoch.
 GROWTH_TRIGGER = 0.03
 GROWTH_TRIGGER_MIN_BYTES = 2 * 1024 * 1024
-# Share of the interval a tick may spend on USS/PSS reads beyond the ones it must make.
+# Share of the interval a tick inside an epoch may spend on USS/PSS reads beyond the
+# ones it must make, once it has read ALWAYS_READ processes (so that with a few
+# workers every due tick reads them all, and its figures can be summed).
 TICK_BUDGET = 0.5
+ALWAYS_READ = 8
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,9 @@ class TreeSampler(threading.Thread):
         self._deep_hw: dict[int, int] = {}
         # pid -> monotonic time of its last USS/PSS read.
         self._read_at: dict[int, float] = {}
+        # The processes the current walk has still to read, and when it began.
+        self._walk: set[int] = set()
+        self._walk_began = 0.0
         self.deep_ticks = 0
         # Ticks inside an epoch that read only the new or grown processes.
         self.targeted_ticks = 0
@@ -180,24 +189,30 @@ class TreeSampler(threading.Thread):
         """Whose USS/PSS this tick reads: (must, then as the tick's budget allows).
 
         Must: processes that appeared or grew past the trigger (a short-lived worker
-        is read at once, alone if need be). Then the others that are due, the least
-        recently read first: inside an epoch those not read for `deep_interval_s`,
-        outside one (or on request) all of them. With 32 workers a walk of every
-        process takes several intervals; spread over ticks it keeps the interval.
+        is read first, at once). Then the rest of a walk over every process, which
+        starts between epochs on every tick, and inside one when a process appeared
+        or grew, on request, or when `deep_interval_s` has passed since the last walk
+        began. With a few processes a walk fits in its tick; one that the budget cuts
+        short goes on at the next tick, least recently read first.
         """
         must = []
         for pid, r in rss.items():
             hw = self._deep_hw.get(pid)
             if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
                 must.append(pid)
-        everyone = self._deep_requested.is_set() or not self._in_epoch.is_set()
+        # A process that appeared or grew starts a walk too: the PSS total at that
+        # moment is a peak candidate, and it is a sum over every process.
+        start = (
+            bool(must)
+            or self._deep_requested.is_set()
+            or not self._in_epoch.is_set()
+            or now - self._walk_began >= self.deep_interval_s
+        )
         self._deep_requested.clear()
-        due = [
-            pid
-            for pid in rss
-            if pid not in must
-            and (everyone or now - self._read_at.get(pid, 0.0) >= self.deep_interval_s)
-        ]
+        if start:
+            self._walk = set(rss)
+            self._walk_began = now
+        due = [pid for pid in rss if pid in self._walk and pid not in must]
         due.sort(key=lambda pid: self._read_at.get(pid, 0.0))
         return must, due
 
@@ -237,8 +252,11 @@ class TreeSampler(threading.Thread):
         between = not self._in_epoch.is_set()
         budget_end = now + TICK_BUDGET * self.interval_s
         read = {pid: self._read_deep(pid, between or pid not in self._known) for pid in must}
-        for pid in due:
-            if time.monotonic() >= budget_end:
+        for i, pid in enumerate(due):
+            # Between epochs the whole walk happens (the pause's figures are sums over
+            # every process, read at one tick); inside one, past the first few reads
+            # the tick keeps to its budget.
+            if not between and i >= ALWAYS_READ and time.monotonic() >= budget_end:
                 break
             read[pid] = self._read_deep(pid, between)
         deep = len(read) == len(rss)
@@ -254,6 +272,7 @@ class TreeSampler(threading.Thread):
                 r, uss, pss = mem.rss, mem.uss, mem.pss
                 self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
                 self._read_at[pid] = now
+                self._walk.discard(pid)
             seen.add(pid)
             self._known.add(pid)
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
