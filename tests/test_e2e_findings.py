@@ -39,10 +39,9 @@ def test_check_finds_exactly_one(
         "--mp-context",
         "fork",
         # Pauses long enough for several sampling ticks each, however slow a tick is
-        # on a busy machine (the state checks read handles and memory in the pauses;
-        # a walk of a CUDA build's main process is the slowest).
+        # on a busy machine (the state checks read handles and memory in the pauses).
         "--idle-ms",
-        "800",
+        "400",
         "--json",
         str(out),
     )
@@ -136,9 +135,6 @@ def test_compare_runs_the_cheap_checks(tmp_path: Path) -> None:
         "5",
         "--batch-size",
         "4",
-        # As above: enough ticks in each pause on a busy machine.
-        "--idle-ms",
-        "800",
         "--json",
         str(out),
         "--markdown",
