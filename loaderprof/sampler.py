@@ -16,9 +16,9 @@ taken only when memory moves or time passes:
 * a process appeared (its first sample is deep);
 * some process's RSS rose above its high-water mark at the last deep sample by
   more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
-  this and the first case read only those processes (a targeted tick), so that
-  with many workers a new or growing one is read at once, not after a walk of
-  all the others;
+  this and the first case read those processes first and start a walk over
+  the others, so that with many workers a new or growing one is read at once,
+  not after a walk of all the others;
 * `deep_interval_s` passed since the last walk over every process began
   (catches USS that grows without RSS growing, such as copy-on-write pages
   turning private);
