@@ -388,16 +388,23 @@ def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _in_pause(samples: Iterable[Sample], lo: int, hi: int) -> bool:
+    """Read wholly inside the pause [lo, hi]: begun after its start, over before its
+    end (a tick that runs into the next epoch reads that epoch's state)."""
+    return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in samples)
+
+
 def _states(
     series: Sequence[Sample], idle_windows: Sequence[tuple[int, int, int]], t0_ns: int
 ) -> tuple[WorkerState, ...]:
-    """The first sample with handles, then the last one in each pause after an epoch."""
+    """The first sample with handles, then the last one read in each pause after an
+    epoch."""
     held = [s for s in series if s.handles is not None]
     if not held:
         return ()
     picked: list[tuple[int, Sample]] = [(0, held[0])]
     for lo, hi, epoch in idle_windows:
-        inside = [s for s in held if lo <= s.t_ns <= hi]
+        inside = [s for s in held if _in_pause((s,), lo, hi)]
         if inside:
             picked.append((epoch, inside[-1]))
     out = []
@@ -462,7 +469,7 @@ def _memory(
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi, _ in idle_windows:
-        in_window = [g for g in deep if lo <= g[0].t_ns <= hi]
+        in_window = [g for g in deep if _in_pause(g, lo, hi)]
         if not in_window:
             continue
         uss = peak([total(g, "uss", worker_pids) for g in in_window])

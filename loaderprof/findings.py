@@ -54,7 +54,9 @@ def _growing(values: Sequence[float], min_step: float) -> bool:
 
 def check_memory_growth(report: Report) -> list[Finding]:
     """Persistent workers whose idle USS grows after every epoch (a cache or a leak),
-    told apart from a one-off warm-up in epoch 1."""
+    told apart from a one-off warm-up in epoch 1, and from copy-on-read: memory a
+    cache or a leak allocates is new to RSS too, while pages copied on a write were
+    already counted in it."""
     found = []
     for t, w in _persistent_workers(report.arms["persistent"]):
         idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
@@ -62,7 +64,9 @@ def check_memory_growth(report: Report) -> list[Finding]:
             continue
         series = [float(s.uss_bytes or 0) for s in idle]
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
-        if _growing(series, step):
+        rss_growth = idle[-1].rss_bytes - idle[0].rss_bytes
+        copied = rss_growth <= COW_MAX_RSS_SHARE * (series[-1] - series[0])
+        if _growing(series, step) and not copied:
             per_epoch = (series[-1] - series[0]) / (len(series) - 1)
             start = w.states[0].uss_bytes
             found.append(

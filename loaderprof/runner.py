@@ -119,7 +119,8 @@ def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
     prefix = "w" if plan.warmup else "m" if plan.role == "memory" else ""
     tag = f"{prefix}{plan.index:02d}-{plan.arm}"
     return {
-        k: workdir / f"{tag}.{k}" for k in ("events.jsonl", "plan.json", "stdout.log", "stderr.log")
+        k: workdir / f"{tag}.{k}"
+        for k in ("events.jsonl", "plan.json", "stdout.log", "stderr.log", "paused")
     }
 
 
@@ -173,6 +174,10 @@ def run_trial(
             {
                 "events_path": str(events_path),
                 "persistent": plan.persistent,
+                # NOTE [sampled pauses]
+                "pause_ack_path": str(files["paused"])
+                if plan.deep and cfg.sample_interval_ms > 0
+                else None,
                 "config": cfg.to_dict(),
             }
         )
@@ -196,7 +201,8 @@ def run_trial(
                 template_pid=template.pid if template is not None else None,
             )
             sampler.start()
-        _follow(proc, reader, sampler, cfg, plan, watch, on_event)
+        pauses = _Pauses(files["paused"]) if sampler is not None and plan.deep else None
+        _follow(proc, reader, sampler, cfg, plan, watch, on_event, pauses)
     except BaseException as exc:  # KeyboardInterrupt / our signal exception
         watch.interrupted = exc
     finally:
@@ -214,6 +220,32 @@ def run_trial(
         # Hand the partial trial to the scheduler with the interrupt.
         raise TrialInterrupted(result) from watch.interrupted
     return result
+
+
+class _Pauses:
+    """NOTE [sampled pauses]: the pause after an epoch is where a memory trial's idle
+    memory and handles are read, and the lifecycle checks need one reading in every
+    pause. A sleep of `--idle-ms` guarantees none on a machine busy enough to delay a
+    tick past it, so the trial's pause lasts until the sampler has read every
+    process inside it too: the runner writes the epoch's number to `path` once a
+    tick that began after the pause's start has read them all (the trial waits a
+    bounded time for it, then goes on)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._waiting: tuple[int, int] | None = None
+
+    def began(self, epoch: int, t_ns: int) -> None:
+        self._waiting = (epoch, t_ns)
+
+    def answer(self, last_read_ns: int) -> None:
+        if self._waiting is None or last_read_ns < self._waiting[1]:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(str(self._waiting[0]))
+        # Atomic: the trial never reads half a number.
+        os.replace(tmp, self.path)
+        self._waiting = None
 
 
 def _steer(sampler: TreeSampler, ev: Mapping[str, Any], cfg: RunConfig) -> None:
@@ -239,6 +271,7 @@ def _follow(
     plan: TrialPlan,
     watch: _Watch,
     on_event: EventCallback | None,
+    pauses: _Pauses | None = None,
 ) -> None:
     """Tail the events until the process ends or the timeout passes."""
     deadline = time.monotonic() + cfg.trial_timeout_s
@@ -260,8 +293,12 @@ def _follow(
                     # sample in later epochs would slow only the non-persistent arm.
                     delivered.add(ev["pid"])
                     sampler.request_deep()
+                elif ev["ev"] == "idle_start" and pauses is not None:
+                    pauses.began(ev["epoch"], ev["t"])
             if on_event is not None:
                 on_event(ev)
+        if pauses is not None and sampler is not None:
+            pauses.answer(sampler.last_pause_read_ns)
         if time.monotonic() > deadline:
             watch.timed_out = True
             return

@@ -78,6 +78,10 @@ class Sample:
     # Handles (files, network connections, threads, children): read between
     # epochs only, where reading them costs the measured loop nothing.
     handles: procfs.Handles | None = None
+    # When this process's USS/PSS and handles had been read (t_ns is when the tick
+    # began): a reading counts for a pause only if it was over before the pause
+    # ended, and a slow tick can run into the next epoch.
+    read_ns: int | None = None
 
 
 class TreeSampler(threading.Thread):
@@ -118,6 +122,9 @@ class TreeSampler(threading.Thread):
         self._walk: set[int] = set()
         self._walk_began = 0.0
         self.deep_ticks = 0
+        # NOTE [sampled pauses]: when the last tick between epochs that read every
+        # process (memory and handles) began, monotonic ns.
+        self.last_pause_read_ns = 0
         # Ticks inside an epoch that read only the new or grown processes.
         self.targeted_ticks = 0
         # Gaps between consecutive ticks while the sampler ran (not held), seconds.
@@ -232,12 +239,12 @@ class TreeSampler(threading.Thread):
 
     def _read_deep(
         self, pid: int, handles: bool
-    ) -> tuple[procfs.Mem | None, procfs.Handles | None]:
+    ) -> tuple[procfs.Mem | None, procfs.Handles | None, int]:
         mem = procfs.memory(pid)
         if mem is not None and pid == self.root_pid and mem.pss is not None:
             mem = dataclasses.replace(mem, pss=mem.pss + self._template_share())
         held = procfs.handles(pid, self.ignore_files) if handles and mem is not None else None
-        return mem, held
+        return mem, held, time.monotonic_ns()
 
     def _sample_once(self, tick: int, now: float) -> None:
         t_ns = time.monotonic_ns()
@@ -265,7 +272,7 @@ class TreeSampler(threading.Thread):
         seen: set[int] = set()
         for pid, r in rss.items():
             uss = pss = None
-            mem, held = read.get(pid, (None, None))
+            mem, held, read_ns = read.get(pid, (None, None, None))
             if pid in read:
                 if mem is None:
                     continue
@@ -276,9 +283,11 @@ class TreeSampler(threading.Thread):
             seen.add(pid)
             self._known.add(pid)
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
-            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss, held))
+            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss, held, read_ns))
         if deep:
             self.deep_ticks += 1
+            if between and len(seen) == len(rss):
+                self.last_pause_read_ns = t_ns
         if deep or not self._in_epoch.is_set():
             shm = procfs.shm_usage()
             if shm is not None:

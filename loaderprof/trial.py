@@ -67,6 +67,7 @@ class _Plan:
 
         self.events_path: str = data["events_path"]
         self.persistent: bool = data["persistent"]
+        self.pause_ack_path: str | None = data.get("pause_ack_path")
         # `to_dict` stores the effective idle_ms, so `effective_idle_ms` is that value.
         self.config: RunConfig = RunConfig.from_dict(data["config"])
 
@@ -363,6 +364,7 @@ def _run_epochs(
     loader: Any,
     recorder: RecordingSampler | None,
     protocol: EpochProtocol,
+    pause_ack_path: str | None = None,
 ) -> Any:
     """Every epoch, each followed by the idle pause; returns the last epoch's
     iterator, which the caller drops when it closes the loader."""
@@ -388,8 +390,29 @@ def _run_epochs(
         if idle_s:
             events.emit(path, "idle_start", epoch=epoch)
             time.sleep(idle_s)
+            _wait_until_sampled(pause_ack_path, epoch)
             events.emit(path, "idle_end", epoch=epoch)
     return it
+
+
+# NOTE [sampled pauses]: how long a pause may outlast --idle-ms waiting for the
+# sampler's reading; past it the pause ends unread (the checks then see one fewer).
+_PAUSE_READ_WAIT_S = 5.0
+
+
+def _wait_until_sampled(ack_path: str | None, epoch: int) -> None:
+    """Wait (bounded) until the parent says the sampler has read this pause."""
+    if ack_path is None:
+        return
+    deadline = time.monotonic() + _PAUSE_READ_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            with open(ack_path, encoding="utf-8") as f:
+                if int(f.read() or 0) >= epoch:
+                    return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.005)
 
 
 def _run_epoch(
@@ -441,7 +464,7 @@ def run(plan: _Plan) -> None:
     )
     protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
     loader = _build_loader(path, dataset, iterable, kwargs, counter)
-    it = _run_epochs(path, cfg, loader, recorder, protocol)
+    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path)
     events.emit(path, "loader_closing")
     # The loader's own worker processes: a Dataset may own others (a Manager, a
     # Pool) that are not the loader's and that this does not wait for.

@@ -49,19 +49,25 @@ class GrowingCache(Dataset[torch.Tensor]):
 
 
 class PythonObjects(Dataset[torch.Tensor]):
-    """Holds millions of Python ints built in the parent; reading a slice in a forked
-    worker writes every object's refcount, turning shared pages private."""
+    """Holds millions of Python ints built in the parent; reading them in a forked
+    worker writes every object's refcount, turning shared pages private. Each read
+    takes the next slice, as a shuffled epoch reaches objects not read before: a
+    worker copies a further eighth of the list every epoch, not all of it in a burst
+    at its start that a sampler on a busy machine could miss."""
 
     def __init__(self, n: int = 32, objects: int = 4_000_000) -> None:
         self.n = n
         self.objects = list(range(10**6, 10**6 + objects))
-        self.chunk = objects // n
+        self.chunk = objects // (8 * n // 2)
+        self._cursor = 0
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, index: int) -> torch.Tensor:
-        part = self.objects[index * self.chunk : (index + 1) * self.chunk]
+        start = self._cursor % len(self.objects)
+        self._cursor += self.chunk
+        part = self.objects[start : start + self.chunk]
         return torch.tensor([float(len(part))])
 
 
