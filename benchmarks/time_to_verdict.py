@@ -77,6 +77,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=640)
     ap.add_argument("--item-s", type=float, default=0.01)
     ap.add_argument("--open-cost-s", type=float, default=0.3)
+    ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--max-batches", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--trials", default="auto", help="'auto' (the default plan) or N")
@@ -89,7 +90,7 @@ def main() -> None:
         "epochs": a.epochs,
         "trials": a.trials,
         "num_workers": 2,
-        "batch_size": 32,
+        "batch_size": a.batch_size,
     }
     results: dict[str, Any] = {"config": vars(a) | {"out": str(a.out)}}
     # Cut first, then full: what a user would compare.

@@ -251,16 +251,18 @@ class SamplerStats:
     """The parent-side sampler's own work during a trial."""
 
     interval_s: float
+    # RSS ticks.
     ticks: int
-    # Ticks that read USS/PSS of every process (a page-table walk each).
+    # Walks that read USS/PSS of every process (a page-table walk each).
     deep_ticks: int
-    # Seconds the sampler spent reading /proc, and that as a share of the trial's wall.
+    # Seconds both sampler threads spent reading /proc, and that as a share of the
+    # trial's wall.
     busy_s: float
     duty_cycle: float
-    # Ticks inside epochs that read only new or grown processes.
+    # Walks cut short (a timing trial's hold, the trial's end): never summed.
     targeted_ticks: int = 0
-    # The 95th percentile of the time between consecutive ticks while sampling (not
-    # held still for a timing trial's epochs): the interval the sampler kept.
+    # The 95th percentile of the time between consecutive RSS ticks while sampling
+    # (not held still for a timing trial's epochs): the interval the sampler kept.
     tick_gap_p95_s: float | None = None
 
 

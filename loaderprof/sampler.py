@@ -1,53 +1,55 @@
 """Parent-side sampler: memory of every process under the trial child.
 
-It runs as a thread in the parent, never inside the measured process, so
+It runs as two threads in the parent, never inside the measured process, so
 the measured loop carries no observer thread and no extra GIL contention.
 
-Two depths. RSS comes from /proc/PID/statm on every tick: kernel counters,
-nearly free. USS (pages only this process maps: a worker's marginal cost)
-and PSS (shared pages split among their users: sums to the true total) need
-/proc/PID/smaps_rollup, a walk of the page tables under the process's mmap
-lock. DataLoader batches travel through shared memory that is mapped and
-unmapped for every batch, so frequent walks stall the loader itself
-(measured: smaps every 50 ms doubled a 0.23 s epoch; statm every 50 ms did not
-change it). So while an epoch is timed a deep sample of the whole tree is
-taken only when memory moves or time passes:
+Two depths, one thread each. RSS comes from /proc/PID/statm: kernel counters,
+nearly free, read for every process on every tick of the *ticker* (the
+`TreeSampler` thread itself), which keeps its interval whatever the tree's size.
+USS (pages only this process maps: a worker's marginal cost) and PSS (shared
+pages split among their users: sums to the true total) need
+/proc/PID/smaps_rollup, a walk of the page tables under the process's mmap lock,
+about 9 ms for a torch process on a small machine: with 32 workers one pass over
+the tree takes 0.3 s. The *walker* thread (`_Walker`) makes those passes, walks,
+so that they never delay a tick; its reads spend their time in the kernel, with
+the GIL released.
 
-* a process appeared (its first sample is deep);
-* some process's RSS rose above its high-water mark at the last deep sample by
-  more than GROWTH_TRIGGER (allocations and peaks are caught within one tick);
-  this and the first case read those processes first and start a walk over
-  the others, so that with many workers a new or growing one is read at once,
-  not after a walk of all the others;
-* `deep_interval_s` passed since the last walk over every process began
+DataLoader batches travel through shared memory that is mapped and unmapped for
+every batch, so frequent walks stall the loader itself (measured: smaps every
+50 ms doubled a 0.23 s epoch; statm every 50 ms did not change it). So while an
+epoch runs the walker reads:
+
+* a process that appeared, or whose RSS rose above its high-water mark at its
+  last deep read by more than GROWTH_TRIGGER, at once and ahead of the rest (the
+  ticker sees it within one interval): allocations and short-lived workers'
+  peaks are caught, and such a process starts a walk over the others;
+* every process, when `deep_interval_s` has passed since the last walk began
   (catches USS that grows without RSS growing, such as copy-on-write pages
   turning private);
-* a worker delivered its first batch (`request_deep`): what its start-up cost,
-  apart from what reading adds later.
+* every process, when a worker delivered its first batch (`request_deep`): what
+  its start-up cost, apart from what reading adds later.
 
 Outside timed epochs (set-up, the idle pauses between epochs, where the memory
-held by persistent workers is measured) every process is due on every tick.
-Inside an epoch, beyond the reads it must make (new and grown processes) and
-the first ALWAYS_READ, a tick reads the due processes, least recently read
-first, only for TICK_BUDGET of the interval: with many workers a walk of all of
-them is spread over several ticks and the sampler keeps its interval while the
-workers run (`tick_gap_p95_s` in the JSON). Figures summed over processes (PSS
-totals, idle memory) come only from ticks that read every process: PSS moves
-when another process maps or unmaps a shared page, so a figure carried from an
-earlier tick could not be summed honestly. Between epochs every tick reads
-every process.
+held by persistent workers is measured) a walk starts every interval, or as soon
+as the last one ends when a walk takes longer. Figures summed over processes
+(PSS totals, idle memory) come only from walks that read every process: PSS
+moves when another process maps or unmaps a shared page, so a figure carried
+from an earlier walk could not be summed honestly. A walk cut short (the trial
+ends, or a timing trial's sampler is held) keeps its readings for each
+process's own peaks and is marked so that it is never summed.
 
 NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
-small machine (the sampler's thread competes with the workers), so the epochs
-whose times count are not sampled at all: in a timing trial the runner `hold`s
-the sampler from just before the loader is built and `release`s it only for the
-untimed pause after each epoch. Each arm's memory trial is sampled as above
-throughout, and its peaks (inside epochs) are the arm's memory figures.
+small machine (the threads compete with the workers), so the epochs whose times
+count are not sampled at all: in a timing trial the runner `hold`s the sampler
+from just before the loader is built and `release`s it only for the untimed
+pause after each epoch. Each arm's memory trial is sampled as above throughout,
+and its peaks (inside epochs) are the arm's memory figures.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from dataclasses import dataclass
@@ -55,36 +57,46 @@ from dataclasses import dataclass
 from loaderprof import procfs
 
 # Relative and absolute RSS rise over the last deep high-water mark that
-# triggers a deep sample inside an epoch.
+# triggers a deep read inside an epoch.
 GROWTH_TRIGGER = 0.03
 GROWTH_TRIGGER_MIN_BYTES = 2 * 1024 * 1024
-# Share of the interval a tick inside an epoch may spend on USS/PSS reads beyond the
-# ones it must make, once it has read ALWAYS_READ processes (so that with a few
-# workers every due tick reads them all, and its figures can be summed).
-TICK_BUDGET = 0.5
-ALWAYS_READ = 8
 
 
 @dataclass(frozen=True)
 class Sample:
+    # The tick or walk it belongs to: samples of one group were read together.
     tick: int
     t_ns: int
     pid: int
     ppid: int
     rss: int
-    # None on shallow (RSS-only) ticks.
+    # None on the ticker's (RSS-only) samples.
     uss: int | None
     pss: int | None
     # Handles (files, network connections, threads, children): read between
     # epochs only, where reading them costs the measured loop nothing.
     handles: procfs.Handles | None = None
-    # When this process's USS/PSS and handles had been read (t_ns is when the tick
-    # began): a reading counts for a pause only if it was over before the pause
-    # ended, and a slow tick can run into the next epoch.
+    # When this process's USS/PSS and handles had been read (t_ns is when the
+    # walk began): a reading counts for a pause only if it was over before the
+    # pause ended, and a walk can run into the next epoch.
     read_ns: int | None = None
 
 
+class _Walk:
+    """One pass of USS/PSS reads over the tree, begun at `t_ns`."""
+
+    def __init__(self, walk_id: int, t_ns: int, pids: set[int], between: bool) -> None:
+        self.id = walk_id
+        self.t_ns = t_ns
+        self.began = time.monotonic()
+        self.between = between
+        self.pending = set(pids)
+        self.read: dict[int, Sample] = {}
+
+
 class TreeSampler(threading.Thread):
+    """The ticker (RSS of every process, every interval), owning the walker."""
+
     def __init__(
         self,
         root_pid: int,
@@ -102,48 +114,53 @@ class TreeSampler(threading.Thread):
         self.ignore_files = ignore_files
         # pid -> monotonic ns of the first tick it was no longer seen.
         self.gone_ns: dict[int, int] = {}
-        # Seconds spent sampling, to report the sampler's own duty cycle.
+        # Seconds both threads spent reading /proc, for the sampler's duty cycle.
         self.busy_s = 0.0
         self.ticks = 0
+        # Walks that read every process, and walks cut short (never summed).
+        self.deep_ticks = 0
+        self.targeted_ticks = 0
+        # NOTE [sampled pauses]: when the last walk between epochs that read every
+        # process (memory and handles) began, monotonic ns.
+        self.last_pause_read_ns = 0
+        # Gaps between consecutive ticks while the sampler ran (not held), seconds.
+        self.tick_gaps: list[float] = []
+        # (monotonic ns, bytes used) of /dev/shm; its size.
+        self.shm_used: list[tuple[int, int]] = []
+        self.shm_size: int | None = None
         # NOTE [timing and memory trials]: a timing trial's sampler is held still
         # while epochs run (`hold`), and released for the untimed pauses.
         self._held = False
         self._release_until: float | None = None
-        # Set to take a sample now rather than at the next tick (a pause began).
         self._wake = threading.Event()
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
-        self._deep_requested = threading.Event()
-        self._known: set[int] = set()
-        self._deep_hw: dict[int, int] = {}
-        # pid -> monotonic time of its last USS/PSS read.
-        self._read_at: dict[int, float] = {}
-        # The processes the current walk has still to read, and when it began.
-        self._walk: set[int] = set()
-        self._walk_began = 0.0
-        self.deep_ticks = 0
-        # NOTE [sampled pauses]: when the last tick between epochs that read every
-        # process (memory and handles) began, monotonic ns.
-        self.last_pause_read_ns = 0
-        # Ticks inside an epoch that read only the new or grown processes.
-        self.targeted_ticks = 0
-        # Gaps between consecutive ticks while the sampler ran (not held), seconds.
-        self.tick_gaps: list[float] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
         self._last_tick: float | None = None
-        # (monotonic ns, bytes used) of /dev/shm at deep ticks; its size.
-        self.shm_used: list[tuple[int, int]] = []
-        self.shm_size: int | None = None
+        self._known: set[int] = set()
+        # The latest RSS of every live process (the ticker's), and its parent.
+        self.latest: dict[int, tuple[int, int]] = {}
+        self.walker = _Walker(self)
+
+    # -- steering, from the runner's thread ---------------------------------
 
     def request_deep(self) -> None:
-        """Read USS/PSS of the whole tree at the next tick (a worker's first batch: the
-        memory its start-up cost, apart from what reading adds later)."""
-        self._deep_requested.set()
+        """Walk the whole tree now (a worker's first batch: the memory its start-up
+        cost, apart from what reading adds later)."""
+        self.walker.requested.set()
+        self.walker.wake.set()
 
     def epoch_started(self) -> None:
         self._in_epoch.set()
 
     def epoch_ended(self) -> None:
         self._in_epoch.clear()
+        self.walker.wake.set()
+
+    @property
+    def between(self) -> bool:
+        return not self._in_epoch.is_set()
 
     def hold(self) -> None:
         """Take no sample until `release`."""
@@ -156,143 +173,244 @@ class TreeSampler(threading.Thread):
         self._release_until = None if for_s is None else time.monotonic() + for_s
         self._held = False
         self._wake.set()
+        self.walker.wake.set()
 
-    def _still(self, now: float) -> bool:
+    def still(self, now: float) -> bool:
         if not self._held and self._release_until is not None and now >= self._release_until:
             self._held = True
         return self._held
 
+    def start(self) -> None:
+        super().start()
+        self.walker.start()
+
     def stop(self) -> None:
+        """Stop both threads; the samples are then in time order."""
         self._stop_event.set()
         self._wake.set()
-        if self.is_alive():
-            self.join(timeout=5)
+        self.walker.wake.set()
+        for thread in (self, self.walker):
+            if thread.is_alive():
+                thread.join(timeout=5)
+        with self._lock:
+            self.samples.sort(key=lambda s: (s.t_ns, s.tick))
+            self.shm_used.sort()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_event.is_set()
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def add(self, samples: list[Sample]) -> None:
+        with self._lock:
+            self.samples.extend(samples)
+
+    def add_busy(self, seconds: float) -> None:
+        with self._lock:
+            self.busy_s += seconds
+
+    def read_shm(self, t_ns: int) -> None:
+        shm = procfs.shm_usage()
+        if shm is not None:
+            with self._lock:
+                self.shm_size = shm[0]
+                self.shm_used.append((t_ns, shm[1]))
+
+    # -- the ticker ----------------------------------------------------------
 
     def run(self) -> None:
         next_t = time.monotonic()
         while not self._stop_event.is_set():
             began = time.monotonic()
-            if self._still(began):
+            if self.still(began):
                 self._last_tick = None
             else:
                 if self._last_tick is not None:
                     self.tick_gaps.append(began - self._last_tick)
                 self._last_tick = began
-                self._sample_once(self.ticks, began)
-                self.busy_s += time.monotonic() - began
+                self._tick(began)
+                self.add_busy(time.monotonic() - began)
                 self.ticks += 1
             next_t += self.interval_s
             delay = next_t - time.monotonic()
             if delay < 0:
-                # Fell behind (slow /proc reads on a busy machine): skip
-                # missed ticks rather than sampling in a burst.
+                # Fell behind (a busy machine): skip missed ticks rather than
+                # sampling in a burst.
                 next_t = time.monotonic()
                 delay = 0
             if self._wake.wait(delay):
                 self._wake.clear()
                 next_t = time.monotonic()
 
-    def _deep_order(self, now: float, rss: dict[int, int]) -> tuple[list[int], list[int]]:
-        """Whose USS/PSS this tick reads: (must, then as the tick's budget allows).
-
-        Must: processes that appeared or grew past the trigger (a short-lived worker
-        is read first, at once). Then the rest of a walk over every process, which
-        starts between epochs on every tick, and inside one when a process appeared
-        or grew, on request, or when `deep_interval_s` has passed since the last walk
-        began. With a few processes a walk fits in its tick; one that the budget cuts
-        short goes on at the next tick, least recently read first.
-        """
-        must = []
-        for pid, r in rss.items():
-            hw = self._deep_hw.get(pid)
-            if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
-                must.append(pid)
-        # A process that appeared or grew starts a walk too: the PSS total at that
-        # moment is a peak candidate, and it is a sum over every process.
-        start = (
-            bool(must)
-            or self._deep_requested.is_set()
-            or not self._in_epoch.is_set()
-            or now - self._walk_began >= self.deep_interval_s
-        )
-        self._deep_requested.clear()
-        if start:
-            self._walk = set(rss)
-            self._walk_began = now
-        due = [pid for pid in rss if pid in self._walk and pid not in must]
-        due.sort(key=lambda pid: self._read_at.get(pid, 0.0))
-        return must, due
-
-    def _template_share(self) -> int:
-        """NOTE [template]: what a fresh interpreter would hold in the trial main but
-        PSS gives the template: its part of the pages it still shares with the trial
-        (PSS − USS), and the clean file pages (torch's code, faulted in by the
-        import) that only the template maps because the trial, forked after the
-        import, never touched them again. Its dirty private pages are left out:
-        those are originals whose copy the trial made, and holds, when it wrote."""
-        if self.template_pid is None:
-            return 0
-        mem = procfs.memory(self.template_pid)
-        if mem is None or mem.pss is None:
-            return 0
-        return max(0, mem.pss - mem.uss) + mem.private_clean
-
-    def _read_deep(
-        self, pid: int, handles: bool
-    ) -> tuple[procfs.Mem | None, procfs.Handles | None, int]:
-        mem = procfs.memory(pid)
-        if mem is not None and pid == self.root_pid and mem.pss is not None:
-            mem = dataclasses.replace(mem, pss=mem.pss + self._template_share())
-        held = procfs.handles(pid, self.ignore_files) if handles and mem is not None else None
-        return mem, held, time.monotonic_ns()
-
-    def _sample_once(self, tick: int, now: float) -> None:
+    def _tick(self, now: float) -> None:
         t_ns = time.monotonic_ns()
-        rss: dict[int, int] = {}
+        tick = self.next_id()
+        rows: list[Sample] = []
+        latest: dict[int, tuple[int, int]] = {}
         for pid in procfs.tree(self.root_pid):
             r = procfs.rss(pid)
-            if r is not None and r > 0:  # a zombie has no pages left
-                rss[pid] = r
-        must, due = self._deep_order(now, rss)
-        # Handles need /proc/net scans: read them between epochs, and once when a
-        # process first appears (the baseline it started with; new ones are `must`).
-        between = not self._in_epoch.is_set()
-        budget_end = now + TICK_BUDGET * self.interval_s
-        read = {pid: self._read_deep(pid, between or pid not in self._known) for pid in must}
-        for i, pid in enumerate(due):
-            # Between epochs the whole walk happens (the pause's figures are sums over
-            # every process, read at one tick); inside one, past the first few reads
-            # the tick keeps to its budget.
-            if not between and i >= ALWAYS_READ and time.monotonic() >= budget_end:
-                break
-            read[pid] = self._read_deep(pid, between)
-        deep = len(read) == len(rss)
-        if read and not deep:
-            self.targeted_ticks += 1
-        seen: set[int] = set()
-        for pid, r in rss.items():
-            uss = pss = None
-            mem, held, read_ns = read.get(pid, (None, None, None))
-            if pid in read:
-                if mem is None:
-                    continue
-                r, uss, pss = mem.rss, mem.uss, mem.pss
-                self._deep_hw[pid] = max(self._deep_hw.get(pid, 0), r)
-                self._read_at[pid] = now
-                self._walk.discard(pid)
-            seen.add(pid)
-            self._known.add(pid)
+            if r is None or r <= 0:  # gone, or a zombie with no pages left
+                continue
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
-            self.samples.append(Sample(tick, t_ns, pid, parent or 0, r, uss, pss, held, read_ns))
-        if deep:
-            self.deep_ticks += 1
-            if between and len(seen) == len(rss):
-                self.last_pause_read_ns = t_ns
-        if deep or not self._in_epoch.is_set():
-            shm = procfs.shm_usage()
-            if shm is not None:
-                self.shm_size = shm[0]
-                self.shm_used.append((t_ns, shm[1]))
-        for pid in self._known - seen:
+            latest[pid] = (r, parent or 0)
+            rows.append(Sample(tick, t_ns, pid, parent or 0, r, None, None))
+        self.latest = latest
+        self.add(rows)
+        self.walker.offer(latest)
+        if self.between:
+            self.read_shm(t_ns)
+        for pid in self._known - latest.keys():
             if pid not in self.gone_ns:
                 self.gone_ns[pid] = t_ns
+        self._known.update(latest)
+
+
+class _Walker(threading.Thread):
+    """Reads USS/PSS (and, between epochs, handles) of the tree, one walk at a time."""
+
+    def __init__(self, owner: TreeSampler) -> None:
+        super().__init__(name="loaderprof-walker", daemon=True)
+        self.owner = owner
+        self.wake = threading.Event()
+        self.requested = threading.Event()
+        self._lock = threading.Lock()
+        # Processes to read ahead of any walk order: new, or grown past the trigger.
+        self._urgent: list[int] = []
+        self._hw: dict[int, int] = {}
+        self._read_at: dict[int, float] = {}
+        self._handled: set[int] = set()
+        self._walk: _Walk | None = None
+        self._last_walk_began = 0.0
+
+    def offer(self, latest: dict[int, tuple[int, int]]) -> None:
+        """From the ticker: flag the processes that appeared or grew."""
+        urgent = []
+        for pid, (r, _) in latest.items():
+            hw = self._hw.get(pid)
+            if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
+                urgent.append(pid)
+        with self._lock:
+            self._urgent.extend(p for p in urgent if p not in self._urgent)
+        if urgent or self.owner.between:
+            self.wake.set()
+
+    def run(self) -> None:
+        owner = self.owner
+        while not owner.stopping:
+            self.wake.wait(owner.interval_s)
+            self.wake.clear()
+            if owner.stopping:
+                break
+            if owner.still(time.monotonic()):
+                continue
+            began = time.monotonic()
+            self._walk_while_due()
+            owner.add_busy(time.monotonic() - began)
+        if self._walk is not None:
+            self._finish(complete=False)
+
+    def _due(self) -> bool:
+        """Whether a walk should begin now (none is under way)."""
+        now = time.monotonic()
+        with self._lock:
+            urgent = bool(self._urgent)
+        return (
+            urgent
+            or self.requested.is_set()
+            or self.owner.between
+            or now - self._last_walk_began >= self.owner.deep_interval_s
+        )
+
+    def _walk_while_due(self) -> None:
+        owner = self.owner
+        if self._walk is None:
+            if not owner.latest or not self._due():
+                return
+            self.requested.clear()
+            self._last_walk_began = time.monotonic()
+            self._walk = _Walk(
+                owner.next_id(), time.monotonic_ns(), set(owner.latest), owner.between
+            )
+        walk = self._walk
+        while not owner.stopping:
+            if owner.still(time.monotonic()):
+                self._finish(complete=False)
+                return
+            pid = self._next(walk)
+            if pid is None:
+                self._finish(complete=True)
+                return
+            self._read(walk, pid)
+
+    def _next(self, walk: _Walk) -> int | None:
+        with self._lock:
+            if self._urgent:
+                pid = self._urgent.pop(0)
+                walk.pending.discard(pid)
+                return pid
+        if not walk.pending:
+            return None
+        pid = min(walk.pending, key=lambda p: self._read_at.get(p, 0.0))
+        walk.pending.discard(pid)
+        return pid
+
+    def _read(self, walk: _Walk, pid: int) -> None:
+        owner = self.owner
+        mem = procfs.memory(pid)
+        if mem is None:  # gone: the walk covers the processes still alive
+            walk.read.pop(pid, None)
+            return
+        if pid == owner.root_pid and mem.pss is not None:
+            mem = dataclasses.replace(mem, pss=mem.pss + _template_share(owner.template_pid))
+        first = pid not in self._handled
+        held = procfs.handles(pid, owner.ignore_files) if owner.between or first else None
+        if held is not None:
+            self._handled.add(pid)
+        parent = owner.latest.get(pid, (0, procfs.ppid(pid) or 0))[1]
+        self._hw[pid] = max(self._hw.get(pid, 0), mem.rss)
+        self._read_at[pid] = time.monotonic()
+        # A process read again in the same walk (it grew) keeps its later figure.
+        walk.read[pid] = Sample(
+            walk.id, walk.t_ns, pid, parent, mem.rss, mem.uss, mem.pss, held, time.monotonic_ns()
+        )
+
+    def _finish(self, complete: bool) -> None:
+        """Hand the walk's readings over. One cut short gets an RSS-only row for each
+        process it missed, so that its group is never summed."""
+        walk, self._walk = self._walk, None
+        if walk is None:
+            return
+        owner = self.owner
+        rows = list(walk.read.values())
+        if complete:
+            owner.deep_ticks += 1
+            if walk.between and owner.between:
+                owner.last_pause_read_ns = walk.t_ns
+            owner.read_shm(walk.t_ns)
+        else:
+            owner.targeted_ticks += 1
+            latest = owner.latest
+            rows += [
+                Sample(walk.id, walk.t_ns, pid, latest[pid][1], latest[pid][0], None, None)
+                for pid in walk.pending
+                if pid in latest
+            ]
+        if rows:
+            owner.add(rows)
+
+
+def _template_share(template_pid: int | None) -> int:
+    """NOTE [template]: what a fresh interpreter would hold in the trial main but
+    PSS gives the template: its part of the pages it still shares with the trial
+    (PSS − USS), and the clean file pages (torch's code, faulted in by the
+    import) that only the template maps because the trial, forked after the
+    import, never touched them again. Its dirty private pages are left out:
+    those are originals whose copy the trial made, and holds, when it wrote."""
+    if template_pid is None:
+        return 0
+    mem = procfs.memory(template_pid)
+    if mem is None or mem.pss is None:
+        return 0
+    return max(0, mem.pss - mem.uss) + mem.private_clean
