@@ -20,6 +20,20 @@ def _epoch(epoch: int, wall: float, first: float, last: float, batches: int) -> 
     )
 
 
+def test_the_per_batch_time_is_pooled_over_the_trials_steady_epochs() -> None:
+    # Steady epochs at 9 and 11 ms per batch (noise), a slow first epoch (warm-up): each
+    # steady epoch is projected at the pooled 10 ms, keeping its own start-up.
+    epochs = (
+        _epoch(1, wall=0.50, first=0.40, last=0.48, batches=5),
+        _epoch(2, wall=0.40, first=0.30, last=0.336, batches=5),
+        _epoch(3, wall=0.45, first=0.35, last=0.394, batches=5),
+    )
+    (p, _) = _pair([1.0, 1.0], [1.0, 1.0])
+    (projected,) = project_trials([dataclasses.replace(p, epochs=epochs)], full=105, cut_at=5)
+    walls = [e.wall_s for e in projected.epochs]
+    assert walls == pytest.approx([0.50 + 1.0, 0.40 + 1.0, 0.45 + 1.0])
+
+
 def test_a_cut_epoch_is_projected_by_its_own_per_batch_time() -> None:
     e = _epoch(2, wall=0.35, first=0.30, last=0.34, batches=5)
     assert batch_interval(e) == pytest.approx(0.01)
