@@ -50,6 +50,10 @@ class LoaderOptions:
     timeout: float = 0.0
     collate_fn: str | None = None
     worker_init_fn: str | None = None
+    # A DataLoader class as module:attr (a subclass, torchdata's StatefulDataLoader),
+    # built with the same keyword arguments plus `loader_args`; None: torch's own.
+    loader_class: str | None = None
+    loader_args: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["dataset_args"] = dict(self.dataset_args)
+        d["loader"]["loader_args"] = dict(self.loader.loader_args)
         d["idle_ms"] = self.effective_idle_ms
         return d
 
@@ -152,7 +157,8 @@ class RunConfig:
 _LOADER_KEYS = {f.name for f in fields(LoaderOptions)}
 _RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
 # Keys a TOML file may use; `args` is the table of dataset keyword arguments,
-# `gates` the table of CI gates, `memory_budget` a size such as "8GiB".
+# `loader_args` that of the --loader class, `gates` the table of CI gates,
+# `memory_budget` a size such as "8GiB".
 CONFIG_KEYS = frozenset(
     (_LOADER_KEYS | _RUN_KEYS | {"args", "gates", "memory_budget"}) - {"memory_budget_bytes"}
 )
@@ -187,7 +193,9 @@ _BOOL_KEYS = {
     "fresh_interpreter",
     "full_detail",
 }
-_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook"}
+_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook", "loader_class"}
+# Tables of keyword arguments: merged key by key, the flags' over the file's.
+_TABLES = ("args", "loader_args")
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -219,7 +227,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"unknown key {key!r} in config file {p}{hint}")
         normalized[norm] = value
-    for table in ("args", "gates"):
+    for table in (*_TABLES, "gates"):
         if table in normalized and not isinstance(normalized[table], dict):
             raise UsageError(f"'{table}' in config file {p} must be a table")
     return normalized
@@ -290,18 +298,23 @@ def build_config(
     """Merge defaults, file values and flags (flags whose value is None were not given)."""
     merged: dict[str, Any] = {}
     for key, value in (file_values or {}).items():
-        if key in ("args", "gates"):
+        if key in (*_TABLES, "gates"):
             continue
         merged[key] = _check_type(key, value, file_name)
     for key, value in flags.items():
-        if key in ("args",):
+        if key in _TABLES:
             continue
         if value is not None:
             merged[key] = _check_type(key, value, "the command line")
     if "memory_budget" in merged:
         merged["memory_budget_bytes"] = merged.pop("memory_budget")
-    args: dict[str, Any] = dict((file_values or {}).get("args", {}))
-    args.update(flags.get("args") or {})
+    tables: dict[str, dict[str, Any]] = {}
+    for table in _TABLES:
+        tables[table] = dict((file_values or {}).get(table, {}))
+        tables[table].update(flags.get(table) or {})
+    args = tables["args"]
+    if tables["loader_args"]:
+        merged["loader_args"] = tables["loader_args"]
 
     dataset = merged.pop("dataset", None)
     if not dataset:
@@ -317,6 +330,40 @@ def build_config(
     )
     validate(cfg)
     return cfg
+
+
+# What loaderprof itself passes to the loader class: a --loader-arg may not set it.
+OWN_LOADER_KWARGS = frozenset(
+    {
+        "dataset",
+        "batch_size",
+        "num_workers",
+        "collate_fn",
+        "worker_init_fn",
+        "pin_memory",
+        "drop_last",
+        "timeout",
+        "persistent_workers",
+        "generator",
+        "sampler",
+        "shuffle",
+        "prefetch_factor",
+        "multiprocessing_context",
+    }
+)
+
+
+def _validate_loader_class(lo: LoaderOptions) -> None:
+    if lo.loader_class is not None:
+        ObjectRef.parse(lo.loader_class, what="--loader")
+    elif lo.loader_args:
+        raise UsageError("--loader-arg needs --loader (the class that takes it)")
+    clash = sorted(set(lo.loader_args) & OWN_LOADER_KWARGS)
+    if clash:
+        raise UsageError(
+            f"--loader-arg {clash[0]}: loaderprof sets it (use its own option, e.g. "
+            f"--{clash[0].replace('_', '-')}, where there is one)"
+        )
 
 
 def validate(cfg: RunConfig) -> None:
@@ -348,6 +395,7 @@ def validate(cfg: RunConfig) -> None:
     for what, ref in (("collate_fn", lo.collate_fn), ("worker_init_fn", lo.worker_init_fn)):
         if ref is not None:
             ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
+    _validate_loader_class(lo)
     if cfg.max_batches is not None and cfg.max_batches < 2:
         raise UsageError(
             f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got {cfg.max_batches}"

@@ -114,6 +114,19 @@ class RunOptions:
     worker_init_fn: str | None = opt(
         "--worker-init-fn", help="Your worker_init_fn as module:attr.", panel=LOADER
     )
+    loader_class: str | None = opt(
+        "--loader",
+        help="Your DataLoader class as module:attr (a subclass, torchdata's "
+        "StatefulDataLoader), built with the same keyword arguments (default: torch's).",
+        panel=LOADER,
+    )
+    loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
+        "--loader-arg",
+        help="Keyword argument for the --loader class key=value (a Python literal, else a "
+        "string); repeatable.",
+        panel=LOADER,
+        cli_type=list[str] | None,
+    )
     step_ms: float | None = opt(
         "--step-ms",
         help="Simulated training step per batch in the main process, ms (default: 0).",
@@ -236,12 +249,14 @@ class RunOptions:
 
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name in ("args", "config"):
+            if f.name in ("args", "loader_args", "config"):
                 continue
             out[FLAG_KEYS.get(f.name, f.name)] = getattr(self, f.name)
-        out["args"] = (
-            dict(self.args) if isinstance(self.args, Mapping) else parse_args(list(self.args or ()))
-        )
+        for table, flag in (("args", "--arg"), ("loader_args", "--loader-arg")):
+            value = getattr(self, table)
+            out[table] = (
+                dict(value) if isinstance(value, Mapping) else parse_args(list(value or ()), flag)
+            )
         return out
 
 

@@ -118,21 +118,21 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
-def parse_arg(text: str) -> tuple[str, Any]:
-    """Parse one `--arg key=value`."""
+def parse_arg(text: str, flag: str = "--arg") -> tuple[str, Any]:
+    """Parse one `--arg key=value` (or another such flag)."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep:
-        raise UsageError(f"bad --arg {text!r}: expected key=value")
+        raise UsageError(f"bad {flag} {text!r}: expected key=value")
     if not key.isidentifier():
-        raise UsageError(f"bad --arg {text!r}: {key!r} is not a valid keyword argument name")
+        raise UsageError(f"bad {flag} {text!r}: {key!r} is not a valid keyword argument name")
     return key, parse_value(raw)
 
 
-def parse_args(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
+def parse_args(items: list[str] | tuple[str, ...], flag: str = "--arg") -> dict[str, Any]:
     result: dict[str, Any] = {}
     for item in items:
-        key, value = parse_arg(item)
+        key, value = parse_arg(item, flag)
         result[key] = value
     return result
 

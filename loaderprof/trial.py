@@ -332,20 +332,35 @@ def _loader_kwargs(
     return kwargs, recorder
 
 
-def _build_loader(
-    path: str, dataset: Any, iterable: bool, kwargs: dict[str, Any], counter: Any
-) -> Any:
+def _loader_class(lo: LoaderOptions) -> Any:
+    """torch's DataLoader, or the --loader class, which must derive from it (the
+    probes and the shutdown rely on its iterator's workers)."""
     from torch.utils.data import DataLoader
 
+    if lo.loader_class is None:
+        return DataLoader
+    obj = ObjectRef.parse(lo.loader_class, what="--loader").resolve()
+    if not (isinstance(obj, type) and issubclass(obj, DataLoader)):
+        raise UsageError(
+            f"--loader {lo.loader_class} is not a DataLoader class: expected a subclass of "
+            f"torch.utils.data.DataLoader, got {type(obj).__name__} {obj!r:.60}"
+        )
+    return obj
+
+
+def _build_loader(
+    path: str, lo: LoaderOptions, dataset: Any, iterable: bool, kwargs: dict[str, Any], counter: Any
+) -> Any:
+    cls = _loader_class(lo)
     # NOTE [memory window]: every memory figure covers the loader's life, from
     # here to `loader_closed`; what the process holds now is the set-up baseline.
     events.emit(path, "loader_building")
     try:
         # Map-style datasets are wrapped so a failing __getitem__ names its index.
         served = dataset if iterable else index_probe(dataset, path, counter)
-        loader = DataLoader(served, **kwargs)
+        loader = cls(served, **kwargs, **lo.loader_args)
     except (ValueError, TypeError) as exc:
-        raise UsageError(f"DataLoader rejected the options: {one_line(exc)}") from exc
+        raise UsageError(f"{cls.__name__} rejected the options: {one_line(exc)}") from exc
     events.emit(path, "loader_built", full_batches=_full_batches(loader))
     return loader
 
@@ -463,7 +478,7 @@ def run(plan: _Plan) -> None:
         path, cfg, dataset, iterable, persistent=plan.persistent, counter=counter
     )
     protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
-    loader = _build_loader(path, dataset, iterable, kwargs, counter)
+    loader = _build_loader(path, cfg.loader, dataset, iterable, kwargs, counter)
     it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path)
     events.emit(path, "loader_closing")
     # The loader's own worker processes: a Dataset may own others (a Manager, a

@@ -154,6 +154,12 @@ def test_missing_config_file(tmp_path: Path) -> None:
         ({"trials": 0}, "trials"),
         ({"prefetch_factor": 0}, "prefetch"),
         ({"collate_fn": "nocolon"}, "collate-fn"),
+        ({"loader_class": "nocolon"}, "bad --loader reference"),
+        ({"loader_args": {"tag": 1}}, "--loader-arg needs --loader"),
+        (
+            {"loader_class": "m:L", "loader_args": {"num_workers": 3}},
+            "--loader-arg num_workers: loaderprof sets it",
+        ),
     ],
 )
 def test_validation(flags: dict[str, object], match: str) -> None:
@@ -174,3 +180,16 @@ def test_batch_size_none() -> None:
 def test_idle_pause_defaults_to_three_samples() -> None:
     assert build_config({"dataset": "a:B", "sample_interval_ms": 20.0}).effective_idle_ms == 60
     assert build_config({"dataset": "a:B", "idle_ms": 5.0}).effective_idle_ms == 5
+
+
+def test_loader_args_merge_file_and_flags(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('dataset = "a:B"\nloader_class = "m:L"\n[loader_args]\ntag = "file"\nk = 2\n')
+    cfg = build_config({"loader_args": {"tag": "flag"}}, load_config_file(f))
+    assert cfg.loader.loader_class == "m:L"
+    assert dict(cfg.loader.loader_args) == {"tag": "flag", "k": 2}
+    # It travels to the trial and back in the saved report.
+    again = RunConfig.from_dict(cfg.to_dict())
+    assert dict(again.loader.loader_args) == {"tag": "flag", "k": 2}
+    with pytest.raises(UsageError, match="bad --loader-arg 'nokey'"):
+        parse_args(["nokey"], "--loader-arg")

@@ -9,7 +9,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.report.rows import CAPTION, REUSED, fmt_stat, plan_text, summary_rows
+from loaderprof.report.rows import (
+    CAPTION,
+    REUSED,
+    fmt_stat,
+    loader_text,
+    plan_text,
+    summary_rows,
+)
 from loaderprof.results import ARM_LABEL, ArmResult, Report
 from loaderprof.units import fmt_bytes, fmt_seconds
 
@@ -29,13 +36,7 @@ def _reused(arm: ArmResult) -> str:
 
 
 def _title(report: Report) -> str:
-    cfg = report.config
-    lo = cfg["loader"]
-    method = report.environment.get("start_method") or lo["mp_context"] or "default"
-    return (
-        f"{cfg['dataset']} · {lo['num_workers']} workers · batch {lo['batch_size']} · "
-        f"{method} · {plan_text(report)}"
-    )
+    return f"{report.config['dataset']} · {loader_text(report)} · {plan_text(report)}"
 
 
 def summary_table(report: Report) -> Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loaderprof.report.rows import CAPTION, plan_text, summary_rows
+from loaderprof.report.rows import CAPTION, loader_text, plan_text, summary_rows
 from loaderprof.results import ARM_LABEL, Report
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -11,13 +11,10 @@ _VERDICT = {"enable": "✅ enable", "keep_off": "⛔ keep off", "neutral": "➖ 
 
 def to_markdown(report: Report) -> str:
     cfg = report.config
-    lo = cfg["loader"]
-    method = report.environment.get("start_method") or lo["mp_context"] or "default"
     lines = [
         f"### loaderprof: `{cfg['dataset']}`",
         "",
-        f"{lo['num_workers']} workers · batch {lo['batch_size']} · {method} · "
-        f"{plan_text(report)} · "
+        f"{loader_text(report)} · {plan_text(report)} · "
         f"torch {report.environment.get('torch')} · {report.environment.get('cpu_count')} CPUs",
         "",
     ]

@@ -24,6 +24,17 @@ CAPTION = (
 )
 
 
+def loader_text(report: Report) -> str:
+    """'StatefulDataLoader · 2 workers · batch 32 · fork': the loader as it was built
+    (its class only when --loader named one)."""
+    lo = report.config["loader"]
+    method = report.environment.get("start_method") or lo["mp_context"] or "default"
+    cls = lo.get("loader_class")
+    parts = [cls.rpartition(":")[2]] if cls else []
+    parts += [f"{lo['num_workers']} workers", f"batch {lo['batch_size']}", method]
+    return " · ".join(parts)
+
+
 def plan_text(report: Report) -> str:
     """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 3)'."""
     cfg, plan = report.config, report.plan
