@@ -430,11 +430,12 @@ def _shm_base(
 
 
 def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
-    """Ticks that read USS/PSS of every process: only those can be summed."""
+    """Walks that read USS/PSS of every process while the tree held still: only
+    those can be summed."""
     ticks: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
         ticks[s.tick].append(s)
-    return [g for g in ticks.values() if all(s.uss is not None for s in g)]
+    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
 
 
 def _memory(

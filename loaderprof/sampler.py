@@ -80,6 +80,10 @@ class Sample:
     # walk began): a reading counts for a pause only if it was over before the
     # pause ended, and a walk can run into the next epoch.
     read_ns: int | None = None
+    # False for a walk's readings that may not be summed: the walk was cut short,
+    # or processes appeared or vanished while it ran (see `_Walker._finish`). They
+    # still count for each process's own figures.
+    whole: bool = True
 
 
 class _Walk:
@@ -90,6 +94,7 @@ class _Walk:
         self.t_ns = t_ns
         self.began = time.monotonic()
         self.between = between
+        self.members = frozenset(pids)
         self.pending = set(pids)
         self.read: dict[int, Sample] = {}
 
@@ -377,28 +382,37 @@ class _Walker(threading.Thread):
         )
 
     def _finish(self, complete: bool) -> None:
-        """Hand the walk's readings over. One cut short gets an RSS-only row for each
-        process it missed, so that its group is never summed."""
+        """Hand the walk's readings over, marked whole only if they can be summed.
+
+        A PSS total is a sum of readings taken one after another, so it is true
+        only if the processes sharing pages were the same throughout: a process
+        that exits after being read hands its share of the pages to those read
+        after it (counted twice), one that exits before being read takes its share
+        out of those read before it (counted nowhere), and a fork mid-walk does
+        the same the other way round. So a walk is whole only if it read every
+        process, and the tree at its end is the tree it began with."""
         walk, self._walk = self._walk, None
         if walk is None:
             return
         owner = self.owner
-        rows = list(walk.read.values())
-        if complete:
+        whole = (
+            complete and set(walk.read) == walk.members and _alive(owner.root_pid) == walk.members
+        )
+        if whole:
             owner.deep_ticks += 1
             if walk.between and owner.between:
                 owner.last_pause_read_ns = walk.t_ns
             owner.read_shm(walk.t_ns)
         else:
             owner.targeted_ticks += 1
-            latest = owner.latest
-            rows += [
-                Sample(walk.id, walk.t_ns, pid, latest[pid][1], latest[pid][0], None, None)
-                for pid in walk.pending
-                if pid in latest
-            ]
+        rows = [s if whole else dataclasses.replace(s, whole=False) for s in walk.read.values()]
         if rows:
             owner.add(rows)
+
+
+def _alive(root: int) -> set[int]:
+    """The processes of the tree that hold pages (a zombie holds none)."""
+    return {pid for pid in procfs.tree(root) if (procfs.rss(pid) or 0) > 0}
 
 
 def _template_share(template_pid: int | None) -> int:
