@@ -60,7 +60,9 @@ def assemble_trial(
     windows = _Windows(by_kind)
     epochs = _epochs(windows, by_kind, t0_ns)
     lo, hi = _memory_window(by_kind, t_end_ns)
-    inside = [s for s in samples if lo is not None and lo <= s.t_ns <= hi]
+    own = _own_collections(by_kind)
+    counted = [s for s in samples if not _overlaps(s, own)]
+    inside = [s for s in counted if lo is not None and lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi]
     per_pid = _per_process(samples)
     inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
     workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
@@ -70,7 +72,7 @@ def assemble_trial(
         memory,
         window_start_s=clock.rel(lo),
         window_end_s=clock.rel(hi) if lo is not None else None,
-        shutdown_peak_total_pss_bytes=_shutdown_peak(inside, by_kind),
+        shutdown_peak_total_pss_bytes=_shutdown_peak(counted, by_kind),
     )
     setup_sample = _setup_sample(per_pid.get(main_pid, []), lo)
     if setup_sample is not None:
@@ -282,18 +284,40 @@ def _first_after(series: Sequence[Sample], t_ns: int | None) -> int | None:
 def _memory_window(
     by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
 ) -> tuple[int | None, int]:
-    """NOTE [memory window]: from the loader's construction until its workers are
-    gone after the last epoch. A trial that failed ends its window at the error
-    (what follows is the trial process unwinding); one stopped from outside (a
-    timeout, an interrupt, a crash) at the moment the parent stopped it."""
+    """NOTE [memory window]: from the loader's construction until it is dropped after
+    the last epoch. What follows, its workers shutting down, is each worker's own
+    interpreter teardown (decrefs that copy inherited pages, finalizers): a
+    persistent pool pays it once, when training is over, so it has a figure of its
+    own (`shutdown_peak_total_pss_bytes`), while a non-persistent pool's workers
+    exit inside every epoch, and that stays in the window. A trial that failed ends
+    its window at the error (what follows is the trial process unwinding); one
+    stopped from outside (a timeout, an interrupt, a crash) at the moment the
+    parent stopped it."""
 
     def first(kind: str) -> int | None:
         evs = by_kind.get(kind)
         return evs[0]["t"] if evs else None
 
     start = first("loader_building") or first("loader_built") or first("epoch_start")
-    end = first("loader_closed") or first("error") or t_end_ns
+    end = first("loader_closing") or first("loader_closed") or first("error") or t_end_ns
     return start, end
+
+
+def _own_collections(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> list[tuple[int, int]]:
+    """NOTE [memory window]: the spans of loaderprof's own garbage collections in the
+    trial's main process (one at shutdown, when a reference cycle keeps the loader's
+    iterator alive). A full collection writes to every object the main process
+    holds: each page it copies leaves the original to the workers forked from it,
+    whose USS then jumps by the parent's whole heap (130 MiB after importing torch).
+    That is loaderprof's doing, not the loader's, so no reading taken during one
+    counts."""
+    ends = [ev["t"] for ev in by_kind.get("collected", [])]
+    return [(ev["t"], end) for ev, end in zip(by_kind.get("collecting", []), ends, strict=False)]
+
+
+def _overlaps(s: Sample, spans: Sequence[tuple[int, int]]) -> bool:
+    done = s.read_ns or s.t_ns
+    return any(s.t_ns <= hi and done >= lo for lo, hi in spans)
 
 
 def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | None:
@@ -305,13 +329,15 @@ def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | 
 
 
 def _shutdown_peak(
-    inside: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]]
+    samples: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]]
 ) -> int | None:
-    closing = by_kind.get("loader_closing")
-    if not closing:
+    """The peak PSS total while the loader shut its workers down after the last epoch
+    (outside the memory window: NOTE [memory window])."""
+    closing, closed = by_kind.get("loader_closing"), by_kind.get("loader_closed")
+    if not closing or not closed:
         return None
-    lo = closing[0]["t"]
-    ticks = _deep_ticks(s for s in inside if s.t_ns >= lo)
+    lo, hi = closing[0]["t"], closed[0]["t"]
+    ticks = _deep_ticks(s for s in samples if lo <= s.t_ns <= hi)
     if any(s.pss is None for g in ticks for s in g):
         return None
     return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)

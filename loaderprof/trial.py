@@ -464,7 +464,9 @@ def _run_epoch(
         # A cut epoch ends as a finished one does: its workers are joined inside it
         # (a persistent loader keeps them, and resumes them at the next iter()).
         del it
+        events.emit(path, "collecting")
         gc.collect()
+        events.emit(path, "collected")
         it = None
     return it, batches, last
 
@@ -495,7 +497,10 @@ def run(plan: _Plan) -> None:
     # that imported torch takes ~0.1 s, which is loaderprof's, not the loader's.
     del it, loader, live
     if any(w.is_alive() for w in workers):
+        # NOTE [memory window]: readings taken during it are left out.
+        events.emit(path, "collecting")
         gc.collect()
+        events.emit(path, "collected")
     alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
     events.emit(path, "loader_closed", workers_alive=alive)
 

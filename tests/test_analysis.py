@@ -194,6 +194,8 @@ def test_assemble_assigns_batches_to_epoch_windows() -> None:
         _ev("epoch_end", 2.30, epoch=1, batches=2),
         _ev("idle_start", 2.31, epoch=1),
         _ev("idle_end", 2.50, epoch=1),
+        _ev("collecting", 2.60),
+        _ev("collected", 2.70),
         _ev("epoch_start", 3.0, epoch=2),
         _ev("batch", 3.10, pid=201, worker_id=0, start=int(3.09 * S), n=8),
         _ev("first_batch", 3.12, epoch=2),
@@ -305,7 +307,9 @@ def test_growth_rule_tells_warmup_from_growth() -> None:
 
 
 def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
-    """NOTE [memory window]: figures cover the loader's life only."""
+    """NOTE [memory window]: figures cover the loader's life only: not the set-up, not
+    loaderprof's own collections, not the workers' shutdown after the last epoch
+    (which has its own figure), not the process's exit."""
     events = [
         _ev("child_start", 0.1),
         _ev("imported", 1.0),
@@ -318,6 +322,8 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         _ev("epoch_end", 2.30, epoch=1, batches=0),
         _ev("idle_start", 2.31, epoch=1),
         _ev("idle_end", 2.50, epoch=1),
+        _ev("collecting", 2.60),
+        _ev("collected", 2.70),
         _ev("epoch_start", 3.0, epoch=2),
         _ev("epoch_end", 3.40, epoch=2, batches=0),
         _ev("loader_closing", 3.45),
@@ -332,6 +338,9 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         Sample(2, int(2.10 * S), 100, 1, 310, 110, 210),
         Sample(2, int(2.10 * S), 201, 100, 90, 40, 60),
         Sample(2, int(2.10 * S), 202, 100, 90, 45, 65),
+        # During loaderprof's own collection: a worker's USS jumps; no figure.
+        Sample(5, int(2.65 * S), 201, 100, 90, 88, 89),
+        # The workers shutting down: only the shutdown figure.
         Sample(3, int(3.50 * S), 100, 1, 320, 120, 220),
         Sample(3, int(3.50 * S), 201, 100, 80, 30, 50),
         # After the loader closed: the process exiting, huge, feeds no figure.
@@ -350,18 +359,18 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
     )
     m = r.memory
     assert m.peak_total_pss_bytes == 210 + 60 + 65
-    assert m.peak_main_pss_bytes == 220 and m.peak_main_rss_bytes == 320
+    assert m.peak_main_pss_bytes == 210 and m.peak_main_rss_bytes == 310
     assert m.peak_worker_uss_bytes == 45
     assert (m.setup_main_rss_bytes, m.setup_main_uss_bytes, m.setup_main_pss_bytes) == (
         300,
         100,
         200,
     )
-    assert m.window_start_s == pytest.approx(1.15) and m.window_end_s == pytest.approx(3.55)
+    assert m.window_start_s == pytest.approx(1.15) and m.window_end_s == pytest.approx(3.45)
     assert m.shutdown_peak_total_pss_bytes == 220 + 50
     assert m.peak_worker_processes == 2
     main = next(t for t in r.timeline if t.role == "main")
-    assert main.in_window == (False, False, True, True, False)
+    assert main.in_window == (False, False, True, False, False)
     w = next(w for w in r.workers if w.pid == 201)
     assert w.peak_rss_bytes == 90
     parts = r.wall_parts
