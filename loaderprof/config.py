@@ -75,7 +75,8 @@ class RunConfig:
     # USS/PSS (a page-table walk) while an epoch is timed; every sample outside.
     uss_interval_ms: float = 500.0
     # Pause after each epoch (outside epoch timing) so the sampler sees what
-    # workers hold between epochs; None means 3 sample intervals.
+    # workers hold between epochs; None means 2 sample intervals (NOTE [sampled
+    # pauses]: a pause lasts until the sampler has read every process in it anyway).
     idle_ms: float | None = None
     trial_timeout_s: float = 900.0
     # Smallest steady-epoch speed-up worth enabling persistence for.
@@ -134,7 +135,7 @@ class RunConfig:
     def effective_idle_ms(self) -> float:
         if self.idle_ms is not None:
             return self.idle_ms
-        return 3 * self.sample_interval_ms
+        return 2 * self.sample_interval_ms
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -160,7 +160,7 @@ class RunOptions:
         "--idle-ms",
         help="Pause after each epoch (not timed) in which idle worker memory is "
         "sampled, in memory trials and single-trial plans; timing trials take none "
-        "(default: 3 sampling intervals).",
+        "(default: 2 sampling intervals; a pause lasts until every process in it was read).",
         panel=MEASUREMENT,
     )
     trials: int | str | None = opt(

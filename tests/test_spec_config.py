@@ -177,8 +177,8 @@ def test_batch_size_none() -> None:
     assert cfg.loader.batch_size is None
 
 
-def test_idle_pause_defaults_to_three_samples() -> None:
-    assert build_config({"dataset": "a:B", "sample_interval_ms": 20.0}).effective_idle_ms == 60
+def test_idle_pause_defaults_to_two_samples() -> None:
+    assert build_config({"dataset": "a:B", "sample_interval_ms": 20.0}).effective_idle_ms == 40
     assert build_config({"dataset": "a:B", "idle_ms": 5.0}).effective_idle_ms == 5
 
 
