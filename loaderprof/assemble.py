@@ -60,9 +60,9 @@ def assemble_trial(
     windows = _Windows(by_kind)
     epochs = _epochs(windows, by_kind, t0_ns)
     lo, hi = _memory_window(by_kind, t_end_ns)
-    own = _own_collections(by_kind)
-    counted = [s for s in samples if not _overlaps(s, own)]
-    inside = [s for s in counted if lo is not None and lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi]
+    own = _own_collections(by_kind, t_end_ns)
+    inside = _in_window(samples, lo, hi, own)
+    kept = {(s.tick, s.pid) for s in inside}
     per_pid = _per_process(samples)
     inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
     workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
@@ -72,7 +72,7 @@ def assemble_trial(
         memory,
         window_start_s=clock.rel(lo),
         window_end_s=clock.rel(hi) if lo is not None else None,
-        shutdown_peak_total_pss_bytes=_shutdown_peak(counted, by_kind),
+        shutdown_peak_total_pss_bytes=_shutdown_peak(samples, by_kind, t_end_ns),
     )
     setup_sample = _setup_sample(per_pid.get(main_pid, []), lo)
     if setup_sample is not None:
@@ -91,7 +91,7 @@ def assemble_trial(
             rss_bytes=tuple(s.rss for s in series),
             uss_bytes=tuple(s.uss for s in series),
             pss_bytes=tuple(s.pss for s in series),
-            in_window=tuple(lo is not None and lo <= s.t_ns <= hi for s in series),
+            in_window=tuple((s.tick, s.pid) in kept for s in series),
         )
         for pid, series in sorted(per_pid.items())
     )
@@ -303,16 +303,22 @@ def _memory_window(
     return start, end
 
 
-def _own_collections(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> list[tuple[int, int]]:
+def _own_collections(
+    by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
+) -> list[tuple[int, int]]:
     """NOTE [memory window]: the spans of loaderprof's own garbage collections in the
     trial's main process (one at shutdown, when a reference cycle keeps the loader's
     iterator alive). A full collection writes to every object the main process
     holds: each page it copies leaves the original to the workers forked from it,
     whose USS then jumps by the parent's whole heap (130 MiB after importing torch).
     That is loaderprof's doing, not the loader's, so no reading taken during one
-    counts."""
-    ends = [ev["t"] for ev in by_kind.get("collected", [])]
-    return [(ev["t"], end) for ev, end in zip(by_kind.get("collecting", []), ends, strict=False)]
+    counts. A collection with no end (the trial was stopped in it) runs to the end."""
+    ends = sorted(ev["t"] for ev in by_kind.get("collected", []))
+    spans = []
+    for ev in by_kind.get("collecting", []):
+        end = next((t for t in ends if t >= ev["t"]), t_end_ns)
+        spans.append((ev["t"], end))
+    return spans
 
 
 def _overlaps(s: Sample, spans: Sequence[tuple[int, int]]) -> bool:
@@ -320,23 +326,48 @@ def _overlaps(s: Sample, spans: Sequence[tuple[int, int]]) -> bool:
     return any(s.t_ns <= hi and done >= lo for lo, hi in spans)
 
 
+def _in_window(
+    samples: Sequence[Sample], lo: int | None, hi: int, own: Sequence[tuple[int, int]]
+) -> list[Sample]:
+    """The samples read wholly inside the memory window and outside loaderprof's own
+    collections. A walk with some of its readings left out is no longer a sum over
+    the tree: the readings it keeps count for each process's own figures, marked so
+    that they are never summed."""
+    if lo is None:
+        return []
+
+    def counts(s: Sample) -> bool:
+        return lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi and not _overlaps(s, own)
+
+    groups: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[s.tick].append(s)
+    cut = {tick for tick, g in groups.items() if not all(counts(s) for s in g)}
+    return [
+        dataclasses.replace(s, whole=False) if s.tick in cut else s for s in samples if counts(s)
+    ]
+
+
 def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | None:
     """The main process at its last deep sample before the loader was built."""
     if window_start is None:
         return None
-    before = [s for s in main if s.uss is not None and s.t_ns < window_start]
+    before = [s for s in main if s.uss is not None and (s.read_ns or s.t_ns) < window_start]
     return before[-1] if before else None
 
 
 def _shutdown_peak(
-    samples: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]]
+    samples: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
 ) -> int | None:
     """The peak PSS total while the loader shut its workers down after the last epoch
-    (outside the memory window: NOTE [memory window])."""
-    closing, closed = by_kind.get("loader_closing"), by_kind.get("loader_closed")
-    if not closing or not closed:
+    (outside the memory window: NOTE [memory window]), up to the trial's end when the
+    shutdown never finished."""
+    closing = by_kind.get("loader_closing")
+    if not closing:
         return None
-    lo, hi = closing[0]["t"], closed[0]["t"]
+    lo = closing[0]["t"]
+    ends = [evs[0]["t"] for kind in ("loader_closed", "error") if (evs := by_kind.get(kind))]
+    hi = min(ends, default=t_end_ns)
     ticks = _deep_ticks(s for s in samples if lo <= s.t_ns <= hi)
     if any(s.pss is None for g in ticks for s in g):
         return None

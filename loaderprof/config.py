@@ -6,6 +6,7 @@ trust it.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sys
 from collections.abc import Mapping
@@ -221,6 +222,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     for key, value in data.items():
         norm = key.replace("-", "_")
         norm = FLAG_KEYS.get(norm, norm)
+        # `loader` is the flag's name (--loader); the RunConfig field is `loader_class`.
+        norm = "loader_class" if norm == "loader" else norm
         if norm not in CONFIG_KEYS:
             import difflib
 
@@ -333,25 +336,24 @@ def build_config(
     return cfg
 
 
-# What loaderprof itself passes to the loader class: a --loader-arg may not set it.
-OWN_LOADER_KWARGS = frozenset(
-    {
-        "dataset",
-        "batch_size",
-        "num_workers",
-        "collate_fn",
-        "worker_init_fn",
-        "pin_memory",
-        "drop_last",
-        "timeout",
-        "persistent_workers",
-        "generator",
-        "sampler",
-        "shuffle",
-        "prefetch_factor",
-        "multiprocessing_context",
-    }
-)
+# What loaderprof itself passes to the loader class, and where the user sets it
+# instead: a --loader-arg may not set it.
+OWN_LOADER_KWARGS: dict[str, str] = {
+    "dataset": "the DATASET argument",
+    "batch_size": "--batch-size",
+    "num_workers": "--num-workers",
+    "collate_fn": "--collate-fn",
+    "worker_init_fn": "--worker-init-fn",
+    "pin_memory": "--pin-memory",
+    "drop_last": "--drop-last",
+    "timeout": "--timeout",
+    "persistent_workers": "nothing: it is what the two arms compare",
+    "generator": "--seed",
+    "sampler": "--shuffle (loaderprof records the order through its own sampler)",
+    "shuffle": "--shuffle",
+    "prefetch_factor": "--prefetch-factor",
+    "multiprocessing_context": "--mp-context",
+}
 
 
 def _validate_loader_class(lo: LoaderOptions) -> None:
@@ -359,12 +361,24 @@ def _validate_loader_class(lo: LoaderOptions) -> None:
         ObjectRef.parse(lo.loader_class, what="--loader")
     elif lo.loader_args:
         raise UsageError("--loader-arg needs --loader (the class that takes it)")
-    clash = sorted(set(lo.loader_args) & OWN_LOADER_KWARGS)
+    clash = sorted(set(lo.loader_args) & set(OWN_LOADER_KWARGS))
     if clash:
         raise UsageError(
-            f"--loader-arg {clash[0]}: loaderprof sets it (use its own option, e.g. "
-            f"--{clash[0].replace('_', '-')}, where there is one)"
+            f"--loader-arg {clash[0]}: loaderprof sets it; use {OWN_LOADER_KWARGS[clash[0]]}"
         )
+
+
+def _check_json(flag: str, table: Mapping[str, Any]) -> None:
+    """The trial receives its config as JSON: a value JSON cannot carry (a set, bytes, a
+    complex number) is a usage error, not a traceback. (A tuple arrives as a list.)"""
+    for key, value in table.items():
+        try:
+            json.dumps(value, allow_nan=True)
+        except (TypeError, ValueError):
+            raise UsageError(
+                f"{flag} {key}={value!r}: only JSON values (numbers, strings, booleans, None, "
+                "lists, dicts with string keys) can be passed to the trial"
+            ) from None
 
 
 def validate(cfg: RunConfig) -> None:
@@ -397,6 +411,8 @@ def validate(cfg: RunConfig) -> None:
         if ref is not None:
             ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
     _validate_loader_class(lo)
+    _check_json("--arg", cfg.dataset_args)
+    _check_json("--loader-arg", lo.loader_args)
     if cfg.max_batches is not None and cfg.max_batches < 2:
         raise UsageError(
             f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got {cfg.max_batches}"

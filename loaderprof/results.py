@@ -255,8 +255,8 @@ class SamplerStats:
     ticks: int
     # Walks that read USS/PSS of every process (a page-table walk each).
     deep_ticks: int
-    # Seconds both sampler threads spent reading /proc, and that as a share of the
-    # trial's wall.
+    # Seconds both sampler threads spent reading /proc, and that over the trial's
+    # wall (two threads: it may exceed 1).
     busy_s: float
     duty_cycle: float
     # Walks cut short (a timing trial's hold, the trial's end): never summed.

@@ -351,7 +351,16 @@ def _result(
             targeted_ticks=sampler.targeted_ticks,
             tick_gap_p95_s=_p95(sampler.tick_gaps),
         )
-    return dataclasses.replace(result, sampler=stats, warmup=plan.warmup, role=plan.role)
+    warnings = result.warnings
+    if sampler is not None and sampler.error is not None:
+        warnings = (
+            *warnings,
+            f"the memory sampler stopped early ({sampler.error}): memory figures after "
+            "that moment are missing",
+        )
+    return dataclasses.replace(
+        result, sampler=stats, warmup=plan.warmup, role=plan.role, warnings=warnings
+    )
 
 
 class TemplateRunner:

@@ -141,6 +141,11 @@ class TreeSampler(threading.Thread):
         self._stop_event = threading.Event()
         self._in_epoch = threading.Event()
         self._lock = threading.Lock()
+        # Set once stop() has collected the samples: a thread that outlived its
+        # join (a read stuck on a process in D state) adds nothing after that.
+        self._closed = False
+        # The first error that ended a thread's sampling, for the trial's warnings.
+        self.error: str | None = None
         self._ids = itertools.count()
         self._last_tick: float | None = None
         self._known: set[int] = set()
@@ -198,6 +203,7 @@ class TreeSampler(threading.Thread):
             if thread.is_alive():
                 thread.join(timeout=5)
         with self._lock:
+            self._closed = True
             self.samples.sort(key=lambda s: (s.t_ns, s.tick))
             self.shm_used.sort()
 
@@ -210,18 +216,27 @@ class TreeSampler(threading.Thread):
 
     def add(self, samples: list[Sample]) -> None:
         with self._lock:
-            self.samples.extend(samples)
+            if not self._closed:
+                self.samples.extend(samples)
 
     def add_busy(self, seconds: float) -> None:
         with self._lock:
             self.busy_s += seconds
 
-    def read_shm(self, t_ns: int) -> None:
+    def read_shm(self) -> None:
+        t_ns = time.monotonic_ns()
         shm = procfs.shm_usage()
         if shm is not None:
             with self._lock:
-                self.shm_size = shm[0]
-                self.shm_used.append((t_ns, shm[1]))
+                if not self._closed:
+                    self.shm_size = shm[0]
+                    self.shm_used.append((t_ns, shm[1]))
+
+    def failed(self, exc: BaseException) -> None:
+        """A thread's sampling ended on an unexpected error: keep the first."""
+        with self._lock:
+            if self.error is None:
+                self.error = f"{type(exc).__name__}: {exc}"
 
     # -- the ticker ----------------------------------------------------------
 
@@ -235,7 +250,11 @@ class TreeSampler(threading.Thread):
                 if self._last_tick is not None:
                     self.tick_gaps.append(began - self._last_tick)
                 self._last_tick = began
-                self._tick(began)
+                try:
+                    self._tick(began)
+                except Exception as exc:  # a thread must not die unreported
+                    self.failed(exc)
+                    return
                 self.add_busy(time.monotonic() - began)
                 self.ticks += 1
             next_t += self.interval_s
@@ -265,7 +284,7 @@ class TreeSampler(threading.Thread):
         self.add(rows)
         self.walker.offer(latest)
         if self.between:
-            self.read_shm(t_ns)
+            self.read_shm()
         for pid in self._known - latest.keys():
             if pid not in self.gone_ns:
                 self.gone_ns[pid] = t_ns
@@ -286,6 +305,9 @@ class _Walker(threading.Thread):
         self._hw: dict[int, int] = {}
         self._read_at: dict[int, float] = {}
         self._handled: set[int] = set()
+        # Live processes whose smaps cannot be read (not ours to read): left out of
+        # walks, or no walk could ever read every process.
+        self.unreadable: set[int] = set()
         self._walk: _Walk | None = None
         self._last_walk_began = 0.0
 
@@ -293,6 +315,8 @@ class _Walker(threading.Thread):
         """From the ticker: flag the processes that appeared or grew."""
         urgent = []
         for pid, (r, _) in latest.items():
+            if pid in self.unreadable:
+                continue
             hw = self._hw.get(pid)
             if hw is None or r > hw + max(GROWTH_TRIGGER_MIN_BYTES, GROWTH_TRIGGER * hw):
                 urgent.append(pid)
@@ -311,7 +335,11 @@ class _Walker(threading.Thread):
             if owner.still(time.monotonic()):
                 continue
             began = time.monotonic()
-            self._walk_while_due()
+            try:
+                self._walk_while_due()
+            except Exception as exc:  # a thread must not die unreported
+                owner.failed(exc)
+                return
             owner.add_busy(time.monotonic() - began)
         if self._walk is not None:
             self._finish(complete=False)
@@ -336,11 +364,16 @@ class _Walker(threading.Thread):
             self.requested.clear()
             self._last_walk_began = time.monotonic()
             self._walk = _Walk(
-                owner.next_id(), time.monotonic_ns(), set(owner.latest), owner.between
+                owner.next_id(),
+                time.monotonic_ns(),
+                set(owner.latest) - self.unreadable,
+                owner.between,
             )
         walk = self._walk
         while not owner.stopping:
-            if owner.still(time.monotonic()):
+            # A walk that began inside the epoch that just ended gives way at once to
+            # one of the pause (NOTE [sampled pauses]: the trial waits for it).
+            if owner.still(time.monotonic()) or (owner.between and not walk.between):
                 self._finish(complete=False)
                 return
             pid = self._next(walk)
@@ -364,8 +397,11 @@ class _Walker(threading.Thread):
     def _read(self, walk: _Walk, pid: int) -> None:
         owner = self.owner
         mem = procfs.memory(pid)
-        if mem is None:  # gone: the walk covers the processes still alive
+        if mem is None:
             walk.read.pop(pid, None)
+            if (procfs.rss(pid) or 0) > 0:  # alive, but its smaps are not ours to read
+                self.unreadable.add(pid)
+                walk.members -= {pid}
             return
         if pid == owner.root_pid and mem.pss is not None:
             mem = dataclasses.replace(mem, pss=mem.pss + _template_share(owner.template_pid))
@@ -396,13 +432,15 @@ class _Walker(threading.Thread):
             return
         owner = self.owner
         whole = (
-            complete and set(walk.read) == walk.members and _alive(owner.root_pid) == walk.members
+            complete
+            and set(walk.read) == walk.members
+            and _alive(owner.root_pid) - self.unreadable == walk.members
         )
         if whole:
             owner.deep_ticks += 1
             if walk.between and owner.between:
                 owner.last_pause_read_ns = walk.t_ns
-            owner.read_shm(walk.t_ns)
+            owner.read_shm()
         else:
             owner.targeted_ticks += 1
         rows = [s if whole else dataclasses.replace(s, whole=False) for s in walk.read.values()]

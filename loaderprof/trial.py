@@ -361,6 +361,12 @@ def _build_loader(
         loader = cls(served, **kwargs, **lo.loader_args)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"{cls.__name__} rejected the options: {one_line(exc)}") from exc
+    except Exception as exc:
+        # A --loader class's own constructor failing is bad input too, said in one line.
+        raise UsageError(
+            f"building the loader failed: {cls.__name__}(...) raised {one_line(exc)}",
+            detail=traceback.format_exc(),
+        ) from exc
     events.emit(path, "loader_built", full_batches=_full_batches(loader))
     return loader
 
@@ -411,8 +417,9 @@ def _run_epochs(
 
 
 # NOTE [sampled pauses]: how long a pause may outlast --idle-ms waiting for the
-# sampler's reading; past it the pause ends unread (the checks then see one fewer).
-_PAUSE_READ_WAIT_S = 5.0
+# sampler's reading (a walk over 32 workers and their handles takes about 0.5 s on
+# a small machine); past it the pause ends unread (the checks then see one fewer).
+_PAUSE_READ_WAIT_S = 15.0
 
 
 def _wait_until_sampled(ack_path: str | None, epoch: int) -> None:

@@ -271,6 +271,45 @@ def test_assemble_sums_only_deep_ticks() -> None:
     assert main.uss_bytes == (100, None)
 
 
+def test_a_walk_not_summable_counts_only_per_process() -> None:
+    """A walk whose tree changed, or that runs past the window's end, is never summed;
+    its readings still count for each process's own peak."""
+    events = [
+        _ev("loader_building", 0.9),
+        _ev("epoch_start", 1.0, epoch=1),
+        _ev("worker_init", 1.01, pid=201, worker_id=0),
+        _ev("epoch_end", 2.0, epoch=1, batches=0),
+        _ev("loader_closing", 2.2),
+        _ev("trial_end", 2.4),
+    ]
+    samples = [
+        Sample(0, int(1.1 * S), 100, 1, 300, 100, 200, read_ns=int(1.11 * S)),
+        Sample(0, int(1.1 * S), 201, 100, 90, 40, 60, read_ns=int(1.12 * S)),
+        # Processes came or went while it ran: the sampler marked it.
+        Sample(1, int(1.5 * S), 100, 1, 300, 100, 500, read_ns=int(1.51 * S), whole=False),
+        Sample(1, int(1.5 * S), 201, 100, 95, 70, 400, read_ns=int(1.52 * S), whole=False),
+        # Begun inside the window, its second reading after the loader was dropped.
+        Sample(2, int(2.1 * S), 100, 1, 300, 100, 700, read_ns=int(2.15 * S)),
+        Sample(2, int(2.1 * S), 201, 100, 95, 50, 700, read_ns=int(2.25 * S)),
+    ]
+    r = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=int(2.5 * S),
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=samples,
+    )
+    assert r.memory.peak_total_pss_bytes == 260
+    (w,) = r.workers
+    assert w.peak_uss_bytes == 70
+    # With no loader_closed (a shutdown that never finished), up to the trial's end.
+    assert r.memory.shutdown_peak_total_pss_bytes is None  # no whole walk in it
+    assert r.memory.peak_main_pss_bytes == 700
+
+
 def test_assemble_marks_failed_trial_incomplete() -> None:
     events = [
         _ev("epoch_start", 1.0, epoch=1),

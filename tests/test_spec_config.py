@@ -158,8 +158,9 @@ def test_missing_config_file(tmp_path: Path) -> None:
         ({"loader_args": {"tag": 1}}, "--loader-arg needs --loader"),
         (
             {"loader_class": "m:L", "loader_args": {"num_workers": 3}},
-            "--loader-arg num_workers: loaderprof sets it",
+            "--loader-arg num_workers: loaderprof sets it; use --num-workers",
         ),
+        ({"loader_class": "m:L", "loader_args": {"s": {1, 2}}}, "only JSON values"),
     ],
 )
 def test_validation(flags: dict[str, object], match: str) -> None:
@@ -184,7 +185,8 @@ def test_idle_pause_defaults_to_two_samples() -> None:
 
 def test_loader_args_merge_file_and_flags(tmp_path: Path) -> None:
     f = tmp_path / "c.toml"
-    f.write_text('dataset = "a:B"\nloader_class = "m:L"\n[loader_args]\ntag = "file"\nk = 2\n')
+    # `loader`, the flag's own name, is accepted for `loader_class`.
+    f.write_text('dataset = "a:B"\nloader = "m:L"\n[loader_args]\ntag = "file"\nk = 2\n')
     cfg = build_config({"loader_args": {"tag": "flag"}}, load_config_file(f))
     assert cfg.loader.loader_class == "m:L"
     assert dict(cfg.loader.loader_args) == {"tag": "flag", "k": 2}
