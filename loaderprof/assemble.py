@@ -352,7 +352,11 @@ def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | 
     """The main process at its last deep sample before the loader was built."""
     if window_start is None:
         return None
-    before = [s for s in main if s.uss is not None and (s.read_ns or s.t_ns) < window_start]
+    # Begun before the loader was built (its reading may end just after: a torch
+    # process's smaps take tens of ms to read, and building a loader allocates
+    # little before its workers start). Requiring the reading to end first left
+    # trials forked from the template, which reach the loader at once, without one.
+    before = [s for s in main if s.uss is not None and s.t_ns < window_start]
     return before[-1] if before else None
 
 
