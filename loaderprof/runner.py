@@ -298,7 +298,9 @@ def _follow(
             if on_event is not None:
                 on_event(ev)
         if pauses is not None and sampler is not None:
-            pauses.answer(sampler.last_pause_read_ns)
+            # A sampler that stopped on an error will read no pause: do not make
+            # the trial wait for it.
+            pauses.answer(sampler.last_pause_read_ns if sampler.error is None else sys.maxsize)
         if time.monotonic() > deadline:
             watch.timed_out = True
             return

@@ -179,6 +179,22 @@ def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:
     return {"ev": ev, "t": int(t * S), "pid": pid, **kw}
 
 
+def _persistent_trial(
+    events: list[dict[str, object]], samples: list[Sample], *, t_end_ns: int
+) -> TrialResult:
+    """A persistent-arm trial of main process 100, assembled from synthetic events."""
+    return assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=t_end_ns,
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=samples,
+    )
+
+
 def test_assemble_assigns_batches_to_epoch_windows() -> None:
     events = [
         _ev("child_start", 0.1),
@@ -212,16 +228,7 @@ def test_assemble_assigns_batches_to_epoch_windows() -> None:
         Sample(1, int(2.40 * S), 201, 100, 95, 50, 70),
         Sample(2, int(3.50 * S), 201, 100, 99, 30, 65),
     ]
-    r = assemble_trial(
-        arm="persistent",
-        index=0,
-        t0_ns=0,
-        t_end_ns=int(4 * S),
-        main_pid=100,
-        returncode=0,
-        events=events,
-        samples=samples,
-    )
+    r = _persistent_trial(events, samples, t_end_ns=int(4 * S))
     assert r.complete
     assert [e.samples for e in r.epochs] == [13, 8]
     assert r.epochs[0].wall_s == pytest.approx(0.3)
@@ -253,16 +260,7 @@ def test_assemble_sums_only_deep_ticks() -> None:
         Sample(1, int(1.2 * S), 100, 1, 900, None, None),
         Sample(1, int(1.2 * S), 201, 100, 95, None, None),
     ]
-    r = assemble_trial(
-        arm="persistent",
-        index=0,
-        t0_ns=0,
-        t_end_ns=3 * S,
-        main_pid=100,
-        returncode=0,
-        events=events,
-        samples=samples,
-    )
+    r = _persistent_trial(events, samples, t_end_ns=3 * S)
     assert r.memory.peak_total_pss_bytes == 260
     assert r.memory.peak_main_rss_bytes == 900
     (w,) = r.workers
@@ -292,16 +290,7 @@ def test_a_walk_not_summable_counts_only_per_process() -> None:
         Sample(2, int(2.1 * S), 100, 1, 300, 100, 700, read_ns=int(2.15 * S)),
         Sample(2, int(2.1 * S), 201, 100, 95, 50, 700, read_ns=int(2.25 * S)),
     ]
-    r = assemble_trial(
-        arm="persistent",
-        index=0,
-        t0_ns=0,
-        t_end_ns=int(2.5 * S),
-        main_pid=100,
-        returncode=0,
-        events=events,
-        samples=samples,
-    )
+    r = _persistent_trial(events, samples, t_end_ns=int(2.5 * S))
     assert r.memory.peak_total_pss_bytes == 260
     (w,) = r.workers
     assert w.peak_uss_bytes == 70
@@ -386,16 +375,7 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         Sample(4, int(3.60 * S), 100, 1, 9000, 8000, 8500),
         Sample(4, int(3.60 * S), 201, 100, 9000, 8000, 8500),
     ]
-    r = assemble_trial(
-        arm="persistent",
-        index=0,
-        t0_ns=0,
-        t_end_ns=int(3.58 * S),
-        main_pid=100,
-        returncode=0,
-        events=events,
-        samples=samples,
-    )
+    r = _persistent_trial(events, samples, t_end_ns=int(3.58 * S))
     m = r.memory
     assert m.peak_total_pss_bytes == 210 + 60 + 65
     assert m.peak_main_pss_bytes == 210 and m.peak_main_rss_bytes == 310

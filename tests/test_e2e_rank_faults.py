@@ -56,6 +56,16 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("loaderprof: error:")]
 
 
+def _failed_rank_line(run: Any, rank: int, code: int) -> str:
+    """The job failed with `code`, as torchrun reports it, and loaderprof named `rank`
+    in its one error line, which is returned."""
+    assert run.returncode != 0
+    (line,) = _errors(run.stderr)
+    assert line.startswith(f"loaderprof: error: rank {rank} (host ")
+    assert f"exitcode  : {code}" in run.stderr
+    return str(line)
+
+
 def _ranks(tmp_path: Path) -> dict[int, dict[str, Any]]:
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["complete"] is False
@@ -64,13 +74,11 @@ def _ranks(tmp_path: Path) -> dict[int, dict[str, Any]]:
 
 def test_a_rank_whose_dataset_raises_is_named_and_its_code_ends_the_job(tmp_path: Path) -> None:
     run = _torchrun(tmp_path, "MissingShard")
-    assert run.returncode != 0
-    (line,) = _errors(run.stderr)
-    assert line.startswith("loaderprof: error: rank 1 (host ")
-    assert "shard-1.bin is missing" in line
     # Rank 0 exited with rank 1's code, a usage error (2), as torchrun reports it;
     # rank 1, whose failure rank 0 reported, exited 0, so the code is rank 0's alone.
-    assert "exitcode  : 2" in run.stderr and "rank      : 0" in run.stderr
+    line = _failed_rank_line(run, rank=1, code=2)
+    assert "shard-1.bin is missing" in line
+    assert "rank      : 0" in run.stderr
     ranks = _ranks(tmp_path)
     assert ranks[1]["failed"] and ranks[1]["error_category"] == "usage"
     assert not ranks[0]["failed"]
@@ -82,11 +90,9 @@ def test_a_rank_whose_dataset_raises_is_named_and_its_code_ends_the_job(tmp_path
 
 def test_a_killed_worker_on_one_rank_is_a_run_failure_named_by_rank(tmp_path: Path) -> None:
     run = _torchrun(tmp_path, "KilledWorker")
-    assert run.returncode != 0
-    (line,) = _errors(run.stderr)
-    assert line.startswith("loaderprof: error: rank 1 (host ")
+    line = _failed_rank_line(run, rank=1, code=3)
     assert "killed by SIGKILL" in line
-    assert "exitcode  : 3" in run.stderr and "rank      : 0" in run.stderr
+    assert "rank      : 0" in run.stderr
     ranks = _ranks(tmp_path)
     assert ranks[1]["failed"] and ranks[1]["error_category"] == "run"
     assert not ranks[0]["failed"]
@@ -99,11 +105,8 @@ def test_a_killed_worker_on_one_rank_is_a_run_failure_named_by_rank(tmp_path: Pa
 
 def test_a_hanging_rank_is_ended_by_its_trial_timeout_and_named(tmp_path: Path) -> None:
     run = _torchrun(tmp_path, "HangingRank", "--trial-timeout", "6")
-    assert run.returncode != 0
-    (line,) = _errors(run.stderr)
-    assert line.startswith("loaderprof: error: rank 1 (host ")
+    line = _failed_rank_line(run, rank=1, code=3)
     assert "--trial-timeout 6 s" in line
-    assert "exitcode  : 3" in run.stderr
     ranks = _ranks(tmp_path)
     assert ranks[1]["failed"] and not ranks[0]["failed"]
     assert leftover_processes() == []
@@ -111,11 +114,8 @@ def test_a_hanging_rank_is_ended_by_its_trial_timeout_and_named(tmp_path: Path) 
 
 def test_rank_0_failing_is_named_too(tmp_path: Path) -> None:
     run = _torchrun(tmp_path, "MissingShard", "--arg", "bad_rank=0")
-    assert run.returncode != 0
-    (line,) = _errors(run.stderr)
-    assert line.startswith("loaderprof: error: rank 0 (host ")
+    line = _failed_rank_line(run, rank=0, code=2)
     assert "shard-0.bin is missing" in line
-    assert "exitcode  : 2" in run.stderr
     ranks = _ranks(tmp_path)
     assert ranks[0]["failed"] and not ranks[1]["failed"]
     assert len(ranks[1]["arms"]["persistent"]["worker_pids"]) == 2

@@ -153,3 +153,19 @@ def test_report_refuses_exports_a_sweep_report_cannot_make(
     assert "is a sweep report, which exports only --json, --csv, --plot (not --junit)" in err[0]
     assert _run(["report", str(path), "--csv", str(tmp_path / "s.csv")], debug=False) == 0
     assert (tmp_path / "s.csv").read_text().startswith("config,")
+
+
+def test_a_pause_is_answered_only_by_a_reading_that_began_inside_it(tmp_path: Path) -> None:
+    """NOTE [sampled pauses]: the runner tells the trial a pause was read by writing its
+    epoch, once a whole walk that began after the pause's start has been read."""
+    from loaderprof.runner import _Pauses
+
+    path = tmp_path / "paused"
+    pauses = _Pauses(path)
+    pauses.answer(10**9)  # no pause under way: nothing to say
+    assert not path.exists()
+    pauses.began(3, 1_000)
+    pauses.answer(999)  # a walk that began before the pause
+    assert not path.exists()
+    pauses.answer(1_000)
+    assert path.read_text() == "3"
