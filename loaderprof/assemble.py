@@ -254,9 +254,15 @@ def _workers(
                 first_batch_uss_bytes=_first_after(
                     series, min((b["t"] for b in bevs), default=None)
                 ),
+                median_batch_s=_median_span(bevs),
             )
         )
     return tuple(workers)
+
+
+def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:
+    spans = [(b["t"] - (b.get("fetch") or b["start"])) / NS for b in batch_events]
+    return round(statistics.median(spans), 6) if spans else None
 
 
 def _dataset_states(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> tuple[DatasetState, ...]:

@@ -48,6 +48,8 @@ class LoaderOptions:
     mp_context: str | None = None
     shuffle: bool | None = None
     drop_last: bool = False
+    # None: torch's default (in order); False needs torch ≥ 2.6.
+    in_order: bool | None = None
     timeout: float = 0.0
     collate_fn: str | None = None
     worker_init_fn: str | None = None
@@ -189,6 +191,7 @@ _BOOL_KEYS = {
     "pin_memory",
     "shuffle",
     "drop_last",
+    "in_order",
     "digests",
     "set_epoch",
     "state_checks",
@@ -346,6 +349,7 @@ OWN_LOADER_KWARGS: dict[str, str] = {
     "worker_init_fn": "--worker-init-fn",
     "pin_memory": "--pin-memory",
     "drop_last": "--drop-last",
+    "in_order": "--in-order/--no-in-order",
     "timeout": "--timeout",
     "persistent_workers": "nothing: it is what the two arms compare",
     "generator": "--seed",

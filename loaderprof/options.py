@@ -105,6 +105,12 @@ class RunOptions:
         help="Drop the last incomplete batch (default: off).",
         panel=LOADER,
     )
+    in_order: bool | None = opt(
+        "--in-order/--no-in-order",
+        help="Deliver batches in sampler order (torch ≥ 2.6; default: torch's, in order). "
+        "--no-in-order lets other workers' batches overtake a slow worker's.",
+        panel=LOADER,
+    )
     timeout: float | None = opt(
         "--timeout", help="DataLoader timeout in seconds (default: 0).", panel=LOADER
     )

@@ -131,6 +131,9 @@ class WorkerResult:
     # USS at the first deep sample after its first batch: what starting cost it (a
     # forked worker's imports and refcount writes), before reading adds anything.
     first_batch_uss_bytes: int | None = None
+    # Median time to produce one batch: its first __getitem__ to the end of collate
+    # (the straggler check compares workers by it).
+    median_batch_s: float | None = None
 
     @property
     def startup_s(self) -> float | None:
@@ -462,6 +465,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "order": ("order-repeats", "order-differs-between-arms"),
     "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
     "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
+    "stragglers": ("straggler",),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
 FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)

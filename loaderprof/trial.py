@@ -329,7 +329,25 @@ def _loader_kwargs(
         kwargs["prefetch_factor"] = lo.prefetch_factor
     if lo.mp_context is not None:
         kwargs["multiprocessing_context"] = lo.mp_context
+    if lo.in_order is not None:
+        _check_in_order(lo)
+        kwargs["in_order"] = lo.in_order
     return kwargs, recorder
+
+
+def _check_in_order(lo: LoaderOptions) -> None:
+    """`in_order` came with torch 2.6: on an older torch say so in one line (torch's own
+    TypeError would blame an unexpected keyword)."""
+    import inspect
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    if "in_order" not in inspect.signature(DataLoader.__init__).parameters:
+        flag = "--in-order" if lo.in_order else "--no-in-order"
+        raise UsageError(
+            f"{flag} needs torch ≥ 2.6 (DataLoader's in_order); this is torch {torch.__version__}"
+        )
 
 
 def _loader_class(lo: LoaderOptions) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import IO
 
@@ -121,3 +122,20 @@ class Clean(Dataset[torch.Tensor]):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.full((4,), float(index))
+
+
+class SlowWorker(Dataset[torch.Tensor]):
+    """Worker 0 takes `delay_ms` per item, the others nothing: in-order delivery waits
+    for worker 0's every other batch."""
+
+    def __init__(self, n: int = 32, delay_ms: float = 20.0) -> None:
+        self.n, self.delay = n, delay_ms / 1000
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        info = torch.utils.data.get_worker_info()
+        if info is not None and info.id == 0:
+            time.sleep(self.delay)
+        return torch.tensor([index])

@@ -1,0 +1,67 @@
+"""How the loader's workers share the work: a straggler, threads, start-up, shutdown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from conftest import TESTS, run_cli
+from loaderprof.report.json_report import load_schema
+
+pytestmark = pytest.mark.e2e
+FINDINGS = str(TESTS / "lp_findings.py")
+
+
+def _check(tmp_path: Path, dataset: str, *extra: str) -> tuple[Any, dict[str, Any]]:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check",
+        f"{FINDINGS}:{dataset}",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "4",
+        "--json",
+        str(out),
+        *extra,
+    )
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
+    return run, report
+
+
+def test_a_slow_worker_is_named_with_what_in_order_delivery_costs(tmp_path: Path) -> None:
+    run, report = _check(tmp_path, "SlowWorker")
+    assert run.returncode == 1, run.stderr
+    (finding,) = report["findings"]
+    assert finding["id"] == "straggler"
+    ev = finding["evidence"]
+    # Worker 0 sleeps 20 ms per item (4 items a batch); worker 1 does nothing.
+    assert ev["worker_id"] == 0
+    assert ev["median_batch_s_by_worker"]["0"] >= 0.08
+    assert ev["batch_time_ratio"] >= 5
+    # 8 batches an epoch, 4 from each worker: in order, worker 0's 4 × 80 ms set the
+    # pace; out of order its first 2 (the prefetch) do.
+    assert ev["batches_per_epoch"] == 8
+    assert ev["estimated_saving_s_per_epoch"] == pytest.approx(
+        ev["estimated_in_order_s"] / 2, rel=0.3
+    )
+    assert "in_order=False" in finding["fix"]
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    assert all(w["median_batch_s"] is not None for w in workers)
+
+
+def test_no_in_order_is_passed_to_the_loader(tmp_path: Path) -> None:
+    run, report = _check(tmp_path, "SlowWorker", "--no-in-order")
+    assert run.returncode == 0, run.stderr
+    assert report["config"]["loader"]["in_order"] is False
+    # Its remedy is already in force: not reported again.
+    assert report["findings"] == []
+    # Out of order, worker 1 produced more than its round-robin half of the batches.
+    trial = report["arms"]["persistent"]["trials"][0]
+    by_id = {w["worker_id"]: w["batches"] for w in trial["workers"]}
+    assert by_id[1] > by_id[0]
