@@ -125,6 +125,9 @@ def assemble_trial(
         wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
         dataset_states=_dataset_states(by_kind),
         full_batches=next((ev.get("full_batches") for ev in by_kind["loader_built"]), None),
+        workers_alive_at_close=next(
+            (ev.get("workers_alive") for ev in by_kind["loader_closed"]), None
+        ),
     )
 
 

@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.results import Finding, Report, TrialResult
+from loaderprof.results import ARM_LABEL, Finding, Report, TrialResult
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
@@ -108,5 +108,40 @@ def check_straggler(report: Report) -> list[Finding]:
             "(torch ≥ 2.6; measure it with --no-in-order; the batch order then varies from "
             "run to run), or find what makes that worker's items slow (a slow shard, a "
             "cold cache, an item much larger than the rest)",
+        )
+    ]
+
+
+def check_shutdown(report: Report) -> list[Finding]:
+    """Workers that outlive their loader: torch joins each for 5 s, then sends SIGTERM;
+    one still alive after that holds its memory until the training process exits (or
+    longer: a worker that ignores SIGTERM is orphaned if the parent is killed)."""
+    hit = [
+        (t, t.workers_alive_at_close)
+        for t in _complete(report)
+        if t.workers_alive_at_close  # None (no close) and 0 are both fine
+    ]
+    if not hit:
+        return []
+    arms = sorted({t.arm for t, _ in hit})
+    where = "both arms" if len(arms) > 1 else f"the {ARM_LABEL[arms[0]]} arm"
+    most = max(n for _, n in hit)
+    total = sum(len(t.workers) for arm in report.arms.values() for t in arm.trials)
+    return [
+        Finding(
+            id="workers-outlive-loader",
+            severity="warning",
+            title=f"{most} worker process{'es' if most > 1 else ''} still alive after the "
+            f"loader shut down ({len(hit)} trial{'s' if len(hit) > 1 else ''}, {where})",
+            evidence={
+                "trials_affected": len(hit),
+                "most_workers_alive": most,
+                "worker_processes_seen": total,
+                "arms": arms,
+            },
+            fix="a worker must return from its loop when the loader shuts it down: do not "
+            "ignore SIGTERM or block in an atexit/finalizer handler in worker_init_fn or "
+            "the Dataset; close threads, pools and connections the worker opened (a "
+            "daemon=False thread keeps the process alive)",
         )
     ]

@@ -313,6 +313,9 @@ class TrialResult:
     # epochs not timed) or "both" (a plan of one trial per arm, or sampling off).
     role: str = "both"
     detail: DetailInfo | None = None
+    # The loader's worker processes still alive after it was dropped and torch's own
+    # shutdown had joined (then terminated) them, plus a grace period (None: no close).
+    workers_alive_at_close: int | None = None
 
 
 @dataclass(frozen=True)
@@ -466,6 +469,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
     "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
     "stragglers": ("straggler",),
+    "shutdown": ("workers-outlive-loader",),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
 FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)

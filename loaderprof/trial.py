@@ -28,8 +28,10 @@ from loaderprof.spec import ObjectRef, build_dataset, one_line
 if TYPE_CHECKING:
     from loaderprof.config import LoaderOptions, RunConfig
 
-# torch itself gives each worker MP_STATUS_CHECK_INTERVAL (5 s) to join.
-_SHUTDOWN_WAIT_S = 10.0
+# How long workers may outlive the loader: torch's own shutdown has by then given
+# each MP_STATUS_CHECK_INTERVAL (5 s) to join and sent SIGTERM to the rest, so a
+# worker alive this much later ignores SIGTERM or is stuck in the kernel.
+_SHUTDOWN_WAIT_S = 2.0
 
 _WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
 _WORKER_DIED = re.compile(
@@ -404,9 +406,11 @@ def _run_epochs(
     recorder: RecordingSampler | None,
     protocol: EpochProtocol,
     pause_ack_path: str | None = None,
+    seen: dict[int, Any] | None = None,
 ) -> Any:
     """Every epoch, each followed by the idle pause; returns the last epoch's
-    iterator, which the caller drops when it closes the loader."""
+    iterator, which the caller drops when it closes the loader. Every worker process
+    an epoch used goes into `seen` (by pid)."""
     step_s = float(cfg.step_ms) / 1000
     idle_s = float(cfg.effective_idle_ms) / 1000
     it: Any = None
@@ -415,7 +419,7 @@ def _run_epochs(
         protocol.before(loader, epoch)
         events.emit(path, "epoch_start", epoch=epoch)
         it = None
-        it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches)
+        it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
         events.emit(
             path,
@@ -456,7 +460,12 @@ def _wait_until_sampled(ack_path: str | None, epoch: int) -> None:
 
 
 def _run_epoch(
-    path: str, loader: Any, epoch: int, step_s: float, max_batches: int | None
+    path: str,
+    loader: Any,
+    epoch: int,
+    step_s: float,
+    max_batches: int | None,
+    seen: dict[int, Any] | None = None,
 ) -> tuple[Any, int, int | None]:
     """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
     iterator, the batch count and when the last batch arrived. A failure is reported
@@ -485,6 +494,8 @@ def _run_epoch(
             path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
         )
         raise SystemExit(ExitCode.RUN_FAILED) from None
+    if seen is not None:
+        seen.update((w.pid, w) for w in getattr(it, "_workers", None) or [])
     if max_batches is not None and batches >= max_batches and not loader.persistent_workers:
         # A cut epoch ends as a finished one does: its workers are joined inside it
         # (a persistent loader keeps them, and resumes them at the next iter()).
@@ -506,16 +517,19 @@ def run(plan: _Plan) -> None:
     )
     protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
     loader = _build_loader(path, cfg.loader, dataset, iterable, kwargs, counter)
-    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path)
-    events.emit(path, "loader_closing")
-    # The loader's own worker processes: a Dataset may own others (a Manager, a
+    # The loader's own worker processes, of every epoch (a non-persistent epoch's
+    # workers may outlive its iterator too); a Dataset may own others (a Manager, a
     # Pool) that are not the loader's and that this does not wait for.
+    seen: dict[int, Any] = {}
+    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path, seen)
+    events.emit(path, "loader_closing")
     # `is None`, not `or`: an iterator's truth value calls its len(), which an
     # IterableDataset's sampler does not have.
     live = getattr(loader, "_iterator", None)
     if live is None:
         live = it
-    workers = list(getattr(live, "_workers", None) or [])
+    seen.update((w.pid, w) for w in getattr(live, "_workers", None) or [])
+    workers = list(seen.values())
     # Dropping the last references runs the iterator's shutdown, which joins
     # persistent workers. Only if some worker outlives that (a reference cycle
     # keeps the iterator) are cycles collected: a full collection of a process

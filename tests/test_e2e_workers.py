@@ -65,3 +65,34 @@ def test_no_in_order_is_passed_to_the_loader(tmp_path: Path) -> None:
     trial = report["arms"]["persistent"]["trials"][0]
     by_id = {w["worker_id"]: w["batches"] for w in trial["workers"]}
     assert by_id[1] > by_id[0]
+
+
+def test_workers_that_outlive_their_loader_are_reported(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    lingers = str(TESTS / "lp_lingers.py")
+    run = run_cli(
+        "compare",
+        f"{lingers}:Tiny",
+        "--worker-init-fn",
+        f"{lingers}:lingering_worker",
+        "--trials",
+        "1",
+        "--epochs",
+        "2",
+        "--json",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    (finding,) = report["findings"]
+    assert finding["id"] == "workers-outlive-loader"
+    trials = {a: t for a, arm in report["arms"].items() for t in arm["trials"]}
+    # Each worker ignores SIGTERM and blocks 8 s as it exits: the persistent pool's 2,
+    # and all 4 of the non-persistent arm's two epochs, are alive at the close.
+    assert trials["persistent"]["workers_alive_at_close"] == 2
+    assert trials["non_persistent"]["workers_alive_at_close"] == 4
+    assert finding["evidence"]["most_workers_alive"] == 4
+    assert "workers-outlive-loader" in run.stdout
+    # The trial's process-group kill still leaves none behind.
+    pids = [w["pid"] for t in trials.values() for w in t["workers"]]
+    assert not [p for p in pids if Path(f"/proc/{p}").exists()]
