@@ -227,6 +227,9 @@ def _workers(
     for ev in by_kind["batch"]:
         batches_by_pid[ev["pid"]].append(ev)
     readies = {ev["pid"]: ev["t"] for ev in by_kind["worker_ready"]}
+    threads: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in by_kind["worker_threads"]:
+        threads[ev["pid"]].append(ev)
     exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
     idle_windows = _idle_windows(by_kind)
     workers = []
@@ -258,6 +261,9 @@ def _workers(
                     series, min((b["t"] for b in bevs), default=None)
                 ),
                 median_batch_s=_median_span(bevs),
+                peak_threads=max((int(t["threads"]) for t in threads[pid]), default=None),
+                compute_threads=max((int(t["compute"]) for t in threads[pid]), default=None),
+                torch_threads=next((int(t["torch_threads"]) for t in reversed(threads[pid])), None),
             )
         )
     return tuple(workers)

@@ -6,6 +6,7 @@ baseline from another machine, Python or torch build is flagged, never trusted.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
@@ -49,6 +50,22 @@ def _cgroup_cpu_limit() -> float | None:
     return int(quota) / int(period)
 
 
+def usable_cpus() -> int | None:
+    """The CPUs this process may run on: its affinity mask, capped by the cgroup's
+    cpu.max quota (a container's `--cpus`), which os.cpu_count() ignores."""
+    try:
+        cpus: float = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        count = os.cpu_count()
+        if count is None:
+            return None
+        cpus = count
+    quota = _cgroup_cpu_limit()
+    if quota is not None:
+        cpus = min(cpus, quota)
+    return max(1, math.ceil(cpus))
+
+
 def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
     try:
         load = list(os.getloadavg())
@@ -66,6 +83,7 @@ def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
         "memory_total_bytes": psutil.virtual_memory().total,
         "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
         "cgroup_cpu_limit": _cgroup_cpu_limit(),
+        "cpus_usable": usable_cpus(),
         "load_average": load,
         "torch": (imported or {}).get("torch"),
         "start_method": (imported or {}).get("start_method"),

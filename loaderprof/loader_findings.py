@@ -145,3 +145,47 @@ def check_shutdown(report: Report) -> list[Finding]:
             "daemon=False thread keeps the process alive)",
         )
     ]
+
+
+def check_threads(report: Report) -> list[Finding]:
+    """NOTE [worker threads]: workers × the threads computing in each, against the
+    CPUs the process may use; more means they take turns on the cores, each context
+    switch evicting the others' caches (12 workers × 16 OpenCV threads, PyTorch
+    issue #82219)."""
+    workers = [w for t in _complete(report) for w in t.workers if w.compute_threads is not None]
+    cpus = report.environment.get("cpus_usable") or report.environment.get("cpu_count")
+    if not workers or not cpus:
+        return []
+    per_worker = int(statistics.median(w.compute_threads or 1 for w in workers))
+    n = int(report.config["loader"]["num_workers"])
+    if per_worker < 2 or n * per_worker <= cpus:
+        return []
+    torch_threads = max(w.torch_threads or 1 for w in workers)
+    peak = max(w.peak_threads or 0 for w in workers)
+    fix = (
+        "call torch.set_num_threads(1) in worker_init_fn (a worker_init_fn raised it to "
+        f"{torch_threads}); "
+        if torch_threads > 1
+        else ""
+    ) + (
+        "cap the libraries' thread pools in each worker: in worker_init_fn, "
+        "cv2.setNumThreads(1) for OpenCV and threadpoolctl.threadpool_limits(1) for BLAS/"
+        "OpenMP, or OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 in the "
+        "environment; or fewer workers"
+    )
+    return [
+        Finding(
+            id="thread-oversubscription",
+            severity="warning",
+            title=f"{n} workers × {per_worker} computing threads each = {n * per_worker} "
+            f"threads on {cpus} usable CPUs: they take turns on the cores",
+            evidence={
+                "num_workers": n,
+                "compute_threads_per_worker": per_worker,
+                "peak_os_threads_per_worker": peak,
+                "torch_threads_in_workers": torch_threads,
+                "cpus_usable": cpus,
+            },
+            fix=fix,
+        )
+    ]

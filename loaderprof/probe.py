@@ -23,6 +23,15 @@ _state_epoch: int | None = None
 # When the batch being built started fetching (its first __getitem__), set by
 # IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
+# Batches this worker has built: its threads are reported at the 1st, 2nd, 4th, 8th...
+_batches_built = 0
+# Python threads that are the worker's own plumbing (the result queue's feeder, the
+# file-descriptor sharer), not compute: told apart by where their target lives.
+_PLUMBING = ("multiprocessing.", "torch.")
+# CPU time a thread must have used to count as computing (2 clock ticks), and what
+# each had used when the worker's init began.
+_BUSY_TICKS = 2
+_thread_cpu_base: dict[int, int] = {}
 
 
 def _on_exit(path: str, worker_id: int) -> None:
@@ -35,8 +44,9 @@ class WorkerInitProbe:
         self.user_fn = user_fn
 
     def __call__(self, worker_id: int) -> None:
-        global _worker_id
+        global _worker_id, _thread_cpu_base
         _worker_id = worker_id
+        _thread_cpu_base = _thread_cpu()
         events.emit(
             self.events_path,
             "worker_init",
@@ -182,7 +192,70 @@ class CollateProbe:
             samples = data if self.auto_collation else [data]
             fields["d"] = [sample_digest(s) for s in samples]
         events.emit(self.events_path, "batch", **fields)
+        global _batches_built
+        _batches_built += 1
+        if _worker_id is not None and _batches_built & (_batches_built - 1) == 0:
+            report_threads(self.events_path)
         return out
+
+
+def _thread_cpu() -> dict[int, int]:
+    """CPU ticks (user + system) each thread of this process has used."""
+    pid = os.getpid()
+    out: dict[int, int] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                # After the command (which may hold spaces), utime and stime are the
+                # 12th and 13th fields.
+                rest = f.read().rsplit(b")", 1)[1].split()
+            out[int(tid)] = int(rest[11]) + int(rest[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def report_threads(events_path: str) -> None:
+    """NOTE [worker threads]: how many threads this worker runs, and how many of
+    them compute. A thread computes when it has used CPU (≥ 2 ticks) since the
+    worker's init began and is neither the main thread nor multiprocessing's or
+    torch's plumbing (the queue feeder, the fd sharer), which a plain worker has
+    too; native pools (OpenMP, BLAS, OpenCV) have no Python Thread object and count
+    when busy, while a thread busy only while imports ran (spawn) does not. Read at
+    the worker's 1st, 2nd, 4th, 8th... batch: CPU times are cumulative, so a pool
+    that ran once is seen."""
+    import threading
+
+    plumbing = {
+        t.native_id
+        for t in threading.enumerate()
+        if getattr(getattr(t, "_target", None), "__module__", "").startswith(_PLUMBING)
+    }
+    pid = os.getpid()
+    cpu = _thread_cpu()
+    if not cpu:
+        return
+    busy = 1 + sum(
+        1
+        for tid, ticks in cpu.items()
+        if tid != pid
+        and tid not in plumbing
+        and ticks - _thread_cpu_base.get(tid, 0) >= _BUSY_TICKS
+    )
+    import torch
+
+    events.emit(
+        events_path,
+        "worker_threads",
+        worker_id=_worker_id,
+        threads=len(cpu),
+        compute=busy,
+        torch_threads=torch.get_num_threads(),
+    )
 
 
 _OWN = ("inner", "events_path", "epoch_counter")

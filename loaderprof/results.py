@@ -134,6 +134,11 @@ class WorkerResult:
     # Median time to produce one batch: its first __getitem__ to the end of collate
     # (the straggler check compares workers by it).
     median_batch_s: float | None = None
+    # NOTE [worker threads]: the most OS threads seen in the worker, the most of them
+    # computing (main + busy non-plumbing threads), and torch.get_num_threads() there.
+    peak_threads: int | None = None
+    compute_threads: int | None = None
+    torch_threads: int | None = None
 
     @property
     def startup_s(self) -> float | None:
@@ -470,6 +475,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
     "stragglers": ("straggler",),
     "shutdown": ("workers-outlive-loader",),
+    "threads": ("thread-oversubscription",),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
 FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)

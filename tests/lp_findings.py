@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
 import torch
@@ -138,4 +139,31 @@ class SlowWorker(Dataset[torch.Tensor]):
         info = torch.utils.data.get_worker_info()
         if info is not None and info.id == 0:
             time.sleep(self.delay)
+        return torch.tensor([index])
+
+
+def _spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class ThreadedWorker(Dataset[torch.Tensor]):
+    """Each worker runs every item on a pool of `threads` threads, each spinning 5 ms
+    of CPU (as an OpenCV or BLAS call with its own pool would)."""
+
+    def __init__(self, n: int = 32, threads: int = 4) -> None:
+        self.n, self.threads = n, threads
+        self._pool: ThreadPoolExecutor | None = None
+        self._owner: int | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self._owner != os.getpid():
+            self._pool = ThreadPoolExecutor(self.threads)
+            self._owner = os.getpid()
+        assert self._pool is not None
+        list(self._pool.map(_spin, [0.005] * self.threads))
         return torch.tensor([index])

@@ -179,6 +179,10 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     assert all(
         e["samples"] == 16 for a in ("persistent", "non_persistent") for e in _epochs(report, a)
     )
+    # NOTE [worker threads]: a plain worker computes on its main thread alone (under
+    # spawn it also has a thread that ran while torch was imported, and is not counted).
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    assert all(w["compute_threads"] == 1 and w["torch_threads"] == 1 for w in workers)
 
 
 def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:

@@ -96,3 +96,23 @@ def test_workers_that_outlive_their_loader_are_reported(tmp_path: Path) -> None:
     # The trial's process-group kill still leaves none behind.
     pids = [w["pid"] for t in trials.values() for w in t["workers"]]
     assert not [p for p in pids if Path(f"/proc/{p}").exists()]
+
+
+def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
+    from loaderprof.environment import usable_cpus
+
+    cpus = usable_cpus() or 1
+    # Enough threads that two workers' exceed the cores on any machine.
+    threads = max(4, cpus)
+    run, report = _check(tmp_path, "ThreadedWorker", "--arg", f"threads={threads}")
+    assert run.returncode == 1, run.stderr
+    (finding,) = report["findings"]
+    assert finding["id"] == "thread-oversubscription"
+    ev = finding["evidence"]
+    # Its main thread and the pool's; the queue feeder and fd sharer are not counted.
+    assert ev["compute_threads_per_worker"] == threads + 1
+    assert ev["cpus_usable"] == cpus == report["environment"]["cpus_usable"]
+    assert ev["torch_threads_in_workers"] == 1
+    assert "threadpool_limits" in finding["fix"]
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    assert all(w["peak_threads"] >= threads + 1 for w in workers)
