@@ -125,6 +125,7 @@ def assemble_trial(
         wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
         dataset_states=_dataset_states(by_kind),
         full_batches=next((ev.get("full_batches") for ev in by_kind["loader_built"]), None),
+        dataset_attribute_bytes=next((ev["sizes"] for ev in by_kind["dataset_attributes"]), {}),
         workers_alive_at_close=next(
             (ev.get("workers_alive") for ev in by_kind["loader_closed"]), None
         ),
@@ -230,6 +231,10 @@ def _workers(
     threads: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in by_kind["worker_threads"]:
         threads[ev["pid"]].append(ev)
+    # Each worker id's pickles in the order its processes were started.
+    pickles: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in by_kind["worker_pickled"]:
+        pickles[ev.get("worker_id")].append(ev)
     exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
     idle_windows = _idle_windows(by_kind)
     workers = []
@@ -240,6 +245,8 @@ def _workers(
             known = [e for e in (windows.epoch_of(b["t"]) for b in bevs) if e is not None]
             first_epoch = min(known) if known else None
         series = per_pid.get(pid, [])
+        queue = pickles.get(ev["worker_id"])
+        pickled = queue.pop(0) if queue else {}
         workers.append(
             WorkerResult(
                 pid=pid,
@@ -260,13 +267,33 @@ def _workers(
                 first_batch_uss_bytes=_first_after(
                     series, min((b["t"] for b in bevs), default=None)
                 ),
-                median_batch_s=_median_span(bevs),
-                peak_threads=max((int(t["threads"]) for t in threads[pid]), default=None),
-                compute_threads=max((int(t["compute"]) for t in threads[pid]), default=None),
-                torch_threads=next((int(t["torch_threads"]) for t in reversed(threads[pid])), None),
+                **_worker_detail(ev, bevs, threads[pid], pickled, clock),
             )
         )
     return tuple(workers)
+
+
+def _worker_detail(
+    init: Mapping[str, Any],
+    bevs: Sequence[Mapping[str, Any]],
+    threads: Sequence[Mapping[str, Any]],
+    pickled: Mapping[str, Any],
+    clock: _Clock,
+) -> dict[str, Any]:
+    """A worker's batch times (NOTE [worker threads]), threads and start-up breakdown
+    (NOTE [start-up breakdown])."""
+    fetches = [b["fetch"] for b in bevs if b.get("fetch")]
+    return {
+        "median_batch_s": _median_span(bevs),
+        "peak_threads": max((int(t["threads"]) for t in threads), default=None),
+        "compute_threads": max((int(t["compute"]) for t in threads), default=None),
+        "torch_threads": int(threads[-1]["torch_threads"]) if threads else None,
+        "pickled_bytes": pickled.get("bytes"),
+        "pickle_s": pickled.get("seconds"),
+        "unpickle_start_s": clock.rel(init.get("unpickle_start")),
+        "unpickled_s": clock.rel(init.get("unpickle_end")),
+        "first_fetch_s": clock.rel(min(fetches)) if fetches else None,
+    }
 
 
 def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:

@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.loader_findings import check_shutdown, check_straggler, check_threads
+from loaderprof.loader_findings import (
+    check_large_pickle,
+    check_serial_startup,
+    check_shutdown,
+    check_straggler,
+    check_threads,
+)
 from loaderprof.results import (
     CHECK_FINDINGS,
     ArmResult,
@@ -439,6 +445,8 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_straggler,
     check_shutdown,
     check_threads,
+    check_large_pickle,
+    check_serial_startup,
 )
 
 
@@ -456,6 +464,7 @@ def checks_run(report: Report) -> list[str]:
         "order": any(e.order_digest for t in trials for e in t.epochs),
         "content digests": any(e.content_digest for t in trials for e in t.epochs),
         "/dev/shm, cgroup limits": any(t.shm_size_bytes for t in trials),
+        "worker start-up": any(w.started_s is not None for t in trials for w in t.workers),
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
         "stragglers": report.config["loader"].get("in_order") is not False

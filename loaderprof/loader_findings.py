@@ -13,7 +13,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.results import ARM_LABEL, Finding, Report, TrialResult
+from loaderprof.results import ARM_LABEL, Finding, Report, TrialResult, WorkerResult
+from loaderprof.units import fmt_bytes
+
+MiB = 1024 * 1024
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
@@ -187,5 +190,147 @@ def check_threads(report: Report) -> list[Finding]:
                 "cpus_usable": cpus,
             },
             fix=fix,
+        )
+    ]
+
+
+# NOTE [start-up breakdown]: a worker pickle this large is reported whatever its time
+# costs, because a spawned worker unpickles its own private copy (N workers, N copies).
+LARGE_PICKLE_BYTES = 16 * MiB
+# ... or one whose pickling and unpickling take this share of the first batch's wait.
+LARGE_PICKLE_SHARE = 0.25
+# Workers start serially when the stagger between the first and last start is this
+# share of the first batch's wait (started together, it is a few ms; one after
+# another, (N-1)/N of it: indices go out only once the last worker has started), and
+# at least this long.
+SERIAL_SHARE = 0.3
+SERIAL_MIN_S = 0.1
+
+
+def _phases(w: WorkerResult) -> dict[str, float | None]:
+    """One worker's start-up, phase by phase (seconds; None where not measured)."""
+    start = w.started_s
+
+    def gap(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else max(0.0, b - a)
+
+    return {
+        "process_start_to_unpickling": gap(start, w.unpickle_start_s),
+        "unpickling": w.unpickle_s,
+        "to_worker_loop": gap(
+            w.unpickled_s if w.unpickled_s is not None else start, w.init_start_s
+        ),
+        "worker_init_fn": gap(w.init_start_s, w.ready_s),
+        "ready_to_first_fetch": gap(w.ready_s, w.first_fetch_s),
+        "first_batch": gap(w.first_fetch_s, w.first_batch_s),
+    }
+
+
+def startup_breakdown(workers: Sequence[WorkerResult]) -> dict[str, float]:
+    """Median seconds of each start-up phase over the workers that measured it."""
+    by_phase: dict[str, list[float]] = defaultdict(list)
+    for w in workers:
+        for name, value in _phases(w).items():
+            if value is not None:
+                by_phase[name].append(value)
+    return {k: round(statistics.median(v), 4) for k, v in by_phase.items()}
+
+
+def _cold_waits(trials: Sequence[TrialResult]) -> list[float]:
+    """First-batch waits of the epochs that started workers."""
+    return [
+        e.first_batch_s
+        for t in trials
+        for e in t.epochs
+        if e.new_worker_pids and e.first_batch_s is not None
+    ]
+
+
+def check_large_pickle(report: Report) -> list[Finding]:
+    trials = _complete(report)
+    workers = [w for t in trials for w in t.workers if w.pickled_bytes is not None]
+    waits = _cold_waits(trials)
+    if not workers or not waits:
+        return []
+    size = int(statistics.median(w.pickled_bytes or 0 for w in workers))
+    pickle_s = statistics.median(w.pickle_s or 0.0 for w in workers)
+    unpickles = [w.unpickle_s for w in workers if w.unpickle_s is not None]
+    unpickle_s = statistics.median(unpickles) if unpickles else 0.0
+    wait = statistics.median(waits)
+    share = (pickle_s + unpickle_s) / wait if wait > 0 else 0.0
+    if size < LARGE_PICKLE_BYTES and share < LARGE_PICKLE_SHARE:
+        return []
+    attrs = next((t.dataset_attribute_bytes for t in trials if t.dataset_attribute_bytes), {})
+    biggest = max(attrs.items(), key=lambda kv: kv[1]) if attrs else None
+    phases = startup_breakdown(workers)
+    slowest = max(phases, key=lambda k: phases[k]) if phases else None
+    named = f"; biggest attribute: {biggest[0]} ({fmt_bytes(biggest[1])})" if biggest else ""
+    return [
+        Finding(
+            id="large-pickle",
+            severity="warning",
+            title=f"every worker receives a {fmt_bytes(size)} pickle of the Dataset and "
+            f"unpickles its own private copy: {pickle_s:.2f} s to pickle and "
+            f"{unpickle_s:.2f} s to unpickle per worker{named}",
+            evidence={
+                "pickled_bytes": size,
+                "pickle_s": round(pickle_s, 4),
+                "unpickle_s": round(unpickle_s, 4),
+                "cold_first_batch_s": round(wait, 4),
+                "share_of_first_batch": round(share, 3),
+                "biggest_attributes_bytes": dict(attrs),
+                "startup_breakdown_s": phases,
+                "slowest_startup_phase": slowest,
+            },
+            fix="keep bulk data off the Dataset object: open or memory-map it in the worker "
+            "(lazily in __getitem__, or in worker_init_fn), or hold it in a torch tensor, "
+            "which workers share through shared memory instead of unpickling a copy; or use "
+            "fork; persistent_workers=True pays the transfer once instead of every epoch",
+        )
+    ]
+
+
+def check_serial_startup(report: Report) -> list[Finding]:
+    """Workers that start one after another: under spawn/forkserver the main process
+    writes each worker's pickle into its pipe, and a pickle larger than the pipe
+    holds waits until that worker has started and reads it (PyTorch #139792)."""
+    staggers: list[tuple[float, float, int]] = []
+    for t in _complete(report):
+        for e in t.epochs:
+            new = set(e.new_worker_pids)
+            # Spawned workers only: what the fix speaks of (a pickle through a pipe).
+            starts = [
+                w.started_s
+                for w in t.workers
+                if w.pid in new and w.started_s is not None and w.pickled_bytes is not None
+            ]
+            if len(starts) >= 2 and e.first_batch_s:
+                staggers.append((max(starts) - min(starts), e.first_batch_s, len(starts)))
+    if not staggers:
+        return []
+    stagger = statistics.median(s for s, _, _ in staggers)
+    wait = statistics.median(w for _, w, _ in staggers)
+    share = stagger / wait if wait > 0 else 0.0
+    if stagger < SERIAL_MIN_S or share < SERIAL_SHARE:
+        return []
+    n = max(k for _, _, k in staggers)
+    return [
+        Finding(
+            id="serial-startup",
+            severity="warning",
+            title=f"workers start one after another: the last of {n} starts {stagger:.2f} s "
+            f"after the first, {share:.0%} of the {wait:.2f} s wait for an epoch's first "
+            "batch",
+            evidence={
+                "stagger_s": round(stagger, 4),
+                "first_batch_s": round(wait, 4),
+                "share_of_first_batch": round(share, 3),
+                "workers": n,
+                "cold_epochs": len(staggers),
+            },
+            fix="under spawn/forkserver each worker's pickled Dataset goes through its pipe "
+            "before the next worker starts: make the pickle small (see large-pickle), use "
+            "fork, or persistent_workers=True so it happens once, not every epoch "
+            "(PyTorch issues #139792, #131931)",
         )
     ]

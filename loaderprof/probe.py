@@ -23,6 +23,10 @@ _state_epoch: int | None = None
 # When the batch being built started fetching (its first __getitem__), set by
 # IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
+# NOTE [start-up breakdown]: when this worker began and finished unpickling its
+# Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
+_unpickle_start: int | None = None
+_unpickle_end: int | None = None
 # Batches this worker has built: its threads are reported at the 1st, 2nd, 4th, 8th...
 _batches_built = 0
 # Python threads that are the worker's own plumbing (the result queue's feeder, the
@@ -38,10 +42,44 @@ def _on_exit(path: str, worker_id: int) -> None:
     events.emit(path, "worker_exit", worker_id=worker_id)
 
 
+def _started_unpickling() -> None:
+    """Called by the unpickler as it reaches a probe's payload (see `_Stamp`)."""
+    global _unpickle_start
+    if _unpickle_start is None:
+        _unpickle_start = time_ns()
+
+
+class _Stamp:
+    """Pickled just before a probe's payload: unpickling it stamps the start."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_started_unpickling, ())
+
+
+def _rebuilt(cls: type[Any], _stamp: None, *state: Any) -> Any:
+    """A probe rebuilt in a spawned worker, its payload (the Dataset, or the user's
+    function) unpickled before this call: stamp the end."""
+    global _unpickle_end
+    _unpickle_end = time_ns()
+    return cls(*state)
+
+
+def time_ns() -> int:
+    import time
+
+    return time.monotonic_ns()
+
+
 class WorkerInitProbe:
     def __init__(self, events_path: str, user_fn: Callable[[int], Any] | None) -> None:
         self.events_path = events_path
         self.user_fn = user_fn
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # torch pickles the worker_init_fn after the Dataset and the collate_fn: its
+        # rebuild marks the end of the worker's unpickling, for every kind of Dataset
+        # (the start only a map-style Dataset's probe can stamp).
+        return (_rebuilt, (type(self), None, self.events_path, self.user_fn))
 
     def __call__(self, worker_id: int) -> None:
         global _worker_id, _thread_cpu_base
@@ -52,6 +90,8 @@ class WorkerInitProbe:
             "worker_init",
             worker_id=worker_id,
             proc_start=process_start_ns(os.getpid()),
+            unpickle_start=_unpickle_start,
+            unpickle_end=_unpickle_end,
         )
         # multiprocessing runs its finalizers when the worker loop returns
         # normally (the usual shutdown); a killed worker gets its exit time
@@ -317,16 +357,13 @@ class IndexProbe:
         else:
             setattr(self.inner, name, value)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "inner": self.inner,
-            "events_path": self.events_path,
-            "epoch_counter": self.epoch_counter,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The stamp comes first, so a spawned worker's unpickling of the Dataset lies
+        # between the two stamps (NOTE [start-up breakdown]).
+        return (
+            _rebuilt,
+            (type(self), _Stamp(), self.inner, self.events_path, self.epoch_counter),
+        )
 
 
 class BatchedIndexProbe(IndexProbe):

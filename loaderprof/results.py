@@ -139,6 +139,21 @@ class WorkerResult:
     peak_threads: int | None = None
     compute_threads: int | None = None
     torch_threads: int | None = None
+    # NOTE [start-up breakdown] (spawn/forkserver): what multiprocessing pickled for
+    # this worker (its Process: the Dataset, collate_fn, worker_init_fn) and how long
+    # that took in the main process; when the worker began unpickling its Dataset
+    # (map-style only) and finished unpickling its arguments; its first fetch.
+    pickled_bytes: int | None = None
+    pickle_s: float | None = None
+    unpickle_start_s: float | None = None
+    unpickled_s: float | None = None
+    first_fetch_s: float | None = None
+
+    @property
+    def unpickle_s(self) -> float | None:
+        if self.unpickle_start_s is None or self.unpickled_s is None:
+            return None
+        return self.unpickled_s - self.unpickle_start_s
 
     @property
     def startup_s(self) -> float | None:
@@ -321,6 +336,9 @@ class TrialResult:
     # The loader's worker processes still alive after it was dropped and torch's own
     # shutdown had joined (then terminated) them, plus a grace period (None: no close).
     workers_alive_at_close: int | None = None
+    # The Dataset's biggest attributes as a spawned worker receives them (bytes),
+    # sized after the epochs when a worker's pickle was ≥ 1 MiB.
+    dataset_attribute_bytes: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -476,6 +494,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "stragglers": ("straggler",),
     "shutdown": ("workers-outlive-loader",),
     "threads": ("thread-oversubscription",),
+    "worker start-up": ("large-pickle", "serial-startup"),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
 FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)

@@ -507,9 +507,71 @@ def _run_epoch(
     return it, batches, last
 
 
+class _PickleMeter:
+    """The largest worker pickle measured so far (bytes)."""
+
+    largest = 0
+
+
+def _measure_worker_pickles(path: str) -> None:
+    """NOTE [start-up breakdown]: under spawn and forkserver, multiprocessing pickles
+    each worker's Process object (the Dataset, collate_fn and worker_init_fn in its
+    arguments) into a buffer with `reduction.dump`, then writes it to the worker's
+    pipe. Time that dump and size what it wrote: what each worker receives, measured
+    where it happens, not by pickling the Dataset a second time."""
+    from multiprocessing import reduction
+    from multiprocessing.process import BaseProcess
+
+    original = reduction.dump
+
+    def dump(obj: Any, file: Any, protocol: Any = None) -> None:
+        if not isinstance(obj, BaseProcess) or not hasattr(file, "tell"):
+            original(obj, file, protocol)
+            return
+        args: tuple[Any, ...] = tuple(getattr(obj, "_args", ()))
+        # torch's _worker_loop takes the worker id as its 11th argument.
+        wid = args[10] if len(args) > 10 and isinstance(args[10], int) else None
+        pos, start = file.tell(), time.perf_counter()
+        original(obj, file, protocol)
+        size = file.tell() - pos
+        _PickleMeter.largest = max(_PickleMeter.largest, size)
+        events.emit(
+            path,
+            "worker_pickled",
+            worker_id=wid,
+            bytes=size,
+            seconds=round(time.perf_counter() - start, 6),
+        )
+
+    reduction.dump = dump
+
+
+# Pickles at least this large get their Dataset's attributes sized (after the
+# epochs), to name the biggest in the large-pickle finding.
+_ATTRIBUTES_FROM_BYTES = 1 << 20
+
+
+def _size_attributes(path: str, dataset: Any) -> None:
+    """The Dataset's biggest attributes as a worker receives them (multiprocessing's
+    pickler: a tensor goes as a shared-memory handle). Run after the loader closed."""
+    from multiprocessing.reduction import ForkingPickler
+
+    sizes: dict[str, int] = {}
+    for name, value in list(getattr(dataset, "__dict__", {}).items()):
+        try:
+            sizes[name] = len(ForkingPickler.dumps(value))
+        except Exception:
+            continue
+    top = dict(sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
+    events.emit(path, "dataset_attributes", sizes=top)
+
+
 def run(plan: _Plan) -> None:
     path, cfg = plan.events_path, plan.config
     _seeded_torch(path, cfg)
+    spawned = (cfg.loader.mp_context or multiprocessing.get_start_method()) != "fork"
+    if spawned:
+        _measure_worker_pickles(path)
     dataset, iterable = _build_dataset(path, cfg)
     counter = _epoch_counter(cfg)
     kwargs, recorder = _loader_kwargs(
@@ -542,6 +604,8 @@ def run(plan: _Plan) -> None:
         events.emit(path, "collected")
     alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
     events.emit(path, "loader_closed", workers_alive=alive)
+    if spawned and _PickleMeter.largest >= _ATTRIBUTES_FROM_BYTES:
+        _size_attributes(path, dataset)
 
 
 def _wait_for_workers(workers: list[Any], timeout_s: float) -> int:

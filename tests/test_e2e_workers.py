@@ -116,3 +116,25 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     assert "threadpool_limits" in finding["fix"]
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["peak_threads"] >= threads + 1 for w in workers)
+
+
+def test_a_large_attribute_under_spawn_is_sized_and_named(tmp_path: Path) -> None:
+    run, report = _check(
+        tmp_path, "BigAttribute", "--mp-context", "spawn", "--epochs", "2", "--no-digests"
+    )
+    assert run.returncode == 1, run.stderr
+    found = {f["id"]: f for f in report["findings"]}
+    assert set(found) == {"large-pickle", "serial-startup"}, report["findings"]
+    ev = found["large-pickle"]["evidence"]
+    # A 64 MiB bytes attribute: the pickle each worker receives is that, within 10 %.
+    assert ev["pickled_bytes"] == pytest.approx(64 * 1024 * 1024, rel=0.1)
+    assert max(ev["biggest_attributes_bytes"], key=ev["biggest_attributes_bytes"].get) == "blob"
+    assert "blob" in found["large-pickle"]["title"]
+    assert set(ev["startup_breakdown_s"]) >= {"unpickling", "worker_init_fn", "first_batch"}
+    # The pickle is larger than the pipe holds, so each worker starts only once the
+    # one before has read its own.
+    assert found["serial-startup"]["evidence"]["share_of_first_batch"] >= 0.3
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    for w in workers:
+        assert w["pickled_bytes"] == pytest.approx(64 * 1024 * 1024, rel=0.1)
+        assert w["started_s"] < w["unpickle_start_s"] < w["unpickled_s"] <= w["init_start_s"]
