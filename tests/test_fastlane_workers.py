@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from loaderprof.config import LoaderOptions
+from loaderprof.assemble import assemble_trial
+from loaderprof.config import LoaderOptions, RunConfig
 from loaderprof.errors import UsageError
-from loaderprof.loader_findings import in_order_wait
+from loaderprof.loader_findings import (
+    check_large_pickle,
+    check_serial_startup,
+    check_shutdown,
+    check_threads,
+    in_order_wait,
+    startup_breakdown,
+)
+from loaderprof.results import Report
+from loaderprof.session import build_report
 
 
 def test_in_order_waits_for_the_slowest_worker() -> None:
@@ -39,3 +49,114 @@ def test_in_order_on_a_torch_without_it_is_a_usage_error(monkeypatch: pytest.Mon
     monkeypatch.setattr(torch.utils.data, "DataLoader", OldLoader)
     with pytest.raises(UsageError, match=r"--no-in-order needs torch ≥ 2.6"):
         trial._check_in_order(LoaderOptions(in_order=False))
+
+
+# Assembled from synthetic events: the start-up breakdown, threads and shutdown.
+
+S = 1_000_000_000
+MiB = 1024 * 1024
+
+
+def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:
+    return {"ev": ev, "t": int(t * S), "pid": pid, **kw}
+
+
+def _spawned_events(stagger: float, size: int, alive: int = 0) -> list[dict[str, object]]:
+    """One persistent trial of 2 spawned workers: worker 1 starts `stagger` s after
+    worker 0; each receives a `size`-byte pickle."""
+    events = [_ev("imported", 0.5), _ev("loader_built", 1.0), _ev("epoch_start", 1.0, epoch=1)]
+    for wid, pid in ((0, 201), (1, 202)):
+        start = 1.01 + wid * stagger
+        events += [
+            _ev("worker_pickled", start - 0.01, worker_id=wid, bytes=size, seconds=0.02),
+            _ev(
+                "worker_init",
+                start + 1.2,
+                pid=pid,
+                worker_id=wid,
+                proc_start=int(start * S),
+                unpickle_start=int((start + 1.0) * S),
+                unpickle_end=int((start + 1.1) * S),
+            ),
+            _ev("worker_ready", start + 1.21, pid=pid, worker_id=wid),
+            _ev(
+                "worker_threads",
+                start + 1.5,
+                pid=pid,
+                worker_id=wid,
+                threads=3,
+                compute=1,
+                torch_threads=1,
+            ),
+        ]
+    last = 1.01 + stagger + 1.3
+    for k in range(4):
+        t = last + 0.1 * k
+        events.append(
+            _ev(
+                "batch",
+                t + 0.05,
+                pid=201 + k % 2,
+                worker_id=k % 2,
+                start=int(t * S),
+                fetch=int(t * S),
+                n=4,
+            )
+        )
+    events += [
+        _ev("first_batch", last + 0.06, epoch=1),
+        _ev("epoch_end", last + 0.5, epoch=1, batches=4),
+        _ev("epoch_start", last + 0.6, epoch=2),
+        _ev("first_batch", last + 0.61, epoch=2),
+        _ev("epoch_end", last + 0.9, epoch=2, batches=4),
+        _ev("loader_closing", last + 1.0),
+        _ev("loader_closed", last + 1.1, workers_alive=alive),
+        _ev("trial_end", last + 1.2),
+    ]
+    return events
+
+
+def _report(events: list[dict[str, object]]) -> Report:
+    trial = assemble_trial(
+        arm="persistent",
+        index=0,
+        t0_ns=0,
+        t_end_ns=int(10 * S),
+        main_pid=100,
+        returncode=0,
+        events=events,
+        samples=[],
+    )
+    cfg = RunConfig(dataset="a:B", epochs=2, loader=LoaderOptions(mp_context="spawn"))
+    return build_report(cfg, [trial], imported={"torch": "x", "start_method": "spawn"})
+
+
+def test_the_start_up_breakdown_is_assembled_per_worker() -> None:
+    report = _report(_spawned_events(stagger=1.5, size=2 * MiB))
+    w0, w1 = report.arms["persistent"].trials[0].workers
+    assert (w0.pickled_bytes, w0.pickle_s) == (2 * MiB, 0.02)
+    assert w0.unpickle_s == pytest.approx(0.1)
+    assert w1.started_s - w0.started_s == pytest.approx(1.5)
+    assert (w0.peak_threads, w0.compute_threads, w0.torch_threads) == (3, 1, 1)
+    phases = startup_breakdown([w0, w1])
+    assert phases["unpickling"] == pytest.approx(0.1)
+    assert phases["process_start_to_unpickling"] == pytest.approx(1.0)
+
+
+def test_serial_start_is_found_and_a_parallel_one_is_not() -> None:
+    serial = _report(_spawned_events(stagger=1.5, size=2 * MiB))
+    assert [f.id for f in check_serial_startup(serial)] == ["serial-startup"]
+    parallel = _report(_spawned_events(stagger=0.005, size=2 * MiB))
+    assert check_serial_startup(parallel) == []
+    # 2 MiB pickled and unpickled in 0.12 s of a 2.8 s wait: not worth a warning.
+    assert check_large_pickle(serial) == []
+    big = _report(_spawned_events(stagger=1.5, size=64 * MiB))
+    assert [f.id for f in check_large_pickle(big)] == ["large-pickle"]
+
+
+def test_workers_alive_at_close_are_a_finding_and_none_alive_is_not() -> None:
+    assert check_shutdown(_report(_spawned_events(0.0, MiB, alive=0))) == []
+    (f,) = check_shutdown(_report(_spawned_events(0.0, MiB, alive=2)))
+    assert f.evidence["most_workers_alive"] == 2
+    # One computing thread per worker on any machine: no oversubscription.
+    assert check_threads(_report(_spawned_events(0.0, MiB))) == []
