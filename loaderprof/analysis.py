@@ -145,6 +145,8 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
             ]
         ),
         setup_main_pss_bytes=mem("setup_main_pss_bytes"),
+        steady_val_s=Stat.of([e.val_s for t in timed for e in t.epochs[1:] if e.val_s is not None]),
+        val_train_pool_uss_bytes=mem("val_train_pool_uss_bytes"),
         peak_worker_processes=max(
             (
                 t.memory.peak_worker_processes

@@ -67,21 +67,7 @@ def assemble_trial(
     inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
     workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
     worker_pids = set(inits)
-    memory = _memory(inside, main_pid, worker_pids, _idle_windows(by_kind))
-    memory = dataclasses.replace(
-        memory,
-        window_start_s=clock.rel(lo),
-        window_end_s=clock.rel(hi) if lo is not None else None,
-        shutdown_peak_total_pss_bytes=_shutdown_peak(samples, by_kind, t_end_ns),
-    )
-    setup_sample = _setup_sample(per_pid.get(main_pid, []), lo)
-    if setup_sample is not None:
-        memory = dataclasses.replace(
-            memory,
-            setup_main_rss_bytes=setup_sample.rss,
-            setup_main_uss_bytes=setup_sample.uss,
-            setup_main_pss_bytes=setup_sample.pss,
-        )
+    memory = _trial_memory(inside, samples, by_kind, main_pid, inits, clock, (lo, hi), t_end_ns)
     timeline = tuple(
         ProcessTimeline(
             pid=pid,
@@ -132,6 +118,57 @@ def assemble_trial(
     )
 
 
+def _trial_memory(
+    inside: Sequence[Sample],
+    samples: Sequence[Sample],
+    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    main_pid: int,
+    inits: Mapping[int, Mapping[str, Any]],
+    clock: _Clock,
+    window: tuple[int | None, int | None],
+    t_end_ns: int,
+) -> TrialMemory:
+    """The trial's memory figures: those of the window, the set-up baseline, the
+    shutdown peak and (NOTE [validation pass]) what the train pool holds meanwhile."""
+    lo, hi = window
+    train = {pid for pid, ev in inits.items() if ev.get("loader", "train") == "train"}
+    memory = _memory(inside, main_pid, set(inits), _idle_windows(by_kind))
+    memory = dataclasses.replace(
+        memory,
+        window_start_s=clock.rel(lo),
+        window_end_s=clock.rel(hi) if lo is not None else None,
+        shutdown_peak_total_pss_bytes=_shutdown_peak(samples, by_kind, t_end_ns),
+        val_train_pool_uss_bytes=_held_during_val(inside, train, by_kind),
+    )
+    setup_sample = _setup_sample(_per_process(samples).get(main_pid, []), lo)
+    if setup_sample is not None:
+        memory = dataclasses.replace(
+            memory,
+            setup_main_rss_bytes=setup_sample.rss,
+            setup_main_uss_bytes=setup_sample.uss,
+            setup_main_pss_bytes=setup_sample.pss,
+        )
+    return memory
+
+
+def _held_during_val(
+    inside: Sequence[Sample], train: set[int], by_kind: Mapping[str, list[Mapping[str, Any]]]
+) -> int | None:
+    """USS the train loader's workers hold while the validation pass runs: the peak
+    of each pass's whole walks, the median over epochs (0 where the pool is gone)."""
+    ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("val_end", [])}
+    deep = _deep_ticks(inside)
+    held: list[int] = []
+    for ev in by_kind.get("val_start", []):
+        if ev["epoch"] not in ends:
+            continue
+        walks = [g for g in deep if _in_pause(g, ev["t"], ends[ev["epoch"]])]
+        sums = [sum(s.uss or 0 for s in g if s.pid in train) for g in walks]
+        if sums:
+            held.append(max(sums))
+    return int(statistics.median(held)) if held else None
+
+
 class _Clock:
     """Event stamps as seconds from the trial start."""
 
@@ -175,21 +212,27 @@ def _epochs(
     windows: _Windows, by_kind: Mapping[str, list[Mapping[str, Any]]], t0_ns: int
 ) -> tuple[EpochResult, ...]:
     first_batches = {ev["epoch"]: ev["t"] for ev in by_kind["first_batch"]}
+    # NOTE [validation pass]: an epoch's figures are the train loader's; the
+    # validation pass adds only its own time, first batch and batches.
+    val_pids = {ev["pid"] for ev in by_kind["worker_init"] if ev.get("loader") == "val"}
     batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in by_kind["batch"]:
         e = windows.epoch_of(ev["t"])
-        if e is not None:
+        if e is not None and ev["pid"] not in val_pids:
             batches_by_epoch[e].append(ev)
     new_by_epoch: dict[int, list[int]] = defaultdict(list)
     for ev in by_kind["worker_init"]:
         e = windows.epoch_of(ev["t"])
-        if e is not None:
+        if e is not None and ev["pid"] not in val_pids:
             new_by_epoch[e].append(ev["pid"])
     epochs = []
     for e, lo, hi in windows.closed:
         bevs = batches_by_epoch.get(e, [])
         n_samples = sum(int(b.get("n", 0)) for b in bevs)
         wall = (hi - lo) / NS
+        val = _val_pass(by_kind, e)
+        # Throughput is the train pass's (the validation pass's samples are not counted).
+        train_wall = wall - val.get("val_s", 0.0)
         fb = first_batches.get(e)
         epochs.append(
             EpochResult(
@@ -199,16 +242,34 @@ def _epochs(
                 first_batch_s=None if fb is None else (fb - lo) / NS,
                 batches=int(windows.ends[e].get("batches", 0)),
                 samples=n_samples,
-                samples_per_s=n_samples / wall if wall > 0 else None,
+                samples_per_s=n_samples / train_wall if train_wall > 0 else None,
                 worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
                 new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
                 order_digest=windows.ends[e].get("order"),
                 max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
                 last_batch_s=_since(windows.ends[e].get("last_batch"), lo),
                 **_content(bevs),
+                **val,
             )
         )
     return tuple(epochs)
+
+
+def _val_pass(by_kind: Mapping[str, list[Mapping[str, Any]]], epoch: int) -> dict[str, Any]:
+    """The epoch's validation pass (NOTE [validation pass]): its wall, first-batch
+    wait and batches; nothing without --val."""
+
+    def at(kind: str) -> Mapping[str, Any] | None:
+        return next((ev for ev in by_kind.get(kind, []) if ev.get("epoch") == epoch), None)
+
+    start, end, first = at("val_start"), at("val_end"), at("val_first_batch")
+    if start is None or end is None:
+        return {}
+    return {
+        "val_s": (end["t"] - start["t"]) / NS,
+        "val_first_batch_s": None if first is None else (first["t"] - start["t"]) / NS,
+        "val_batches": int(end.get("batches", 0)),
+    }
 
 
 def _since(t: int | None, start: int) -> float | None:
@@ -293,6 +354,7 @@ def _worker_detail(
         "unpickle_start_s": clock.rel(init.get("unpickle_start")),
         "unpickled_s": clock.rel(init.get("unpickle_end")),
         "first_fetch_s": clock.rel(min(fetches)) if fetches else None,
+        "loader": str(init.get("loader") or "train"),
     }
 
 

@@ -10,7 +10,7 @@ import json
 import multiprocessing
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,30 @@ class RunConfig:
     # through a DistributedSampler). Set from the environment, not by users.
     rank: int = 0
     world_size: int = 1
+    # NOTE [validation pass]: a second Dataset each epoch runs through after the train
+    # pass, on its own loader (persistent in the persistent arm too); None: the
+    # train loader's batch size and workers.
+    val: str | None = None
+    val_args: Mapping[str, Any] = field(default_factory=dict)
+    val_batch_size: int | None = None
+    val_num_workers: int | None = None
+
+    @property
+    def val_loader(self) -> LoaderOptions | None:
+        """The validation loader's options: the train loader's, its own batch size and
+        workers, never shuffled or cut short of its last batch."""
+        if self.val is None:
+            return None
+        lo = self.loader
+        return replace(
+            lo,
+            batch_size=self.val_batch_size if self.val_batch_size is not None else lo.batch_size,
+            num_workers=(
+                self.val_num_workers if self.val_num_workers is not None else lo.num_workers
+            ),
+            shuffle=None,
+            drop_last=False,
+        )
 
     @property
     def adaptive(self) -> bool:
@@ -143,6 +167,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["dataset_args"] = dict(self.dataset_args)
+        d["val_args"] = dict(self.val_args)
         d["loader"]["loader_args"] = dict(self.loader.loader_args)
         d["idle_ms"] = self.effective_idle_ms
         return d
@@ -177,6 +202,8 @@ _INT_KEYS = {
     "warmup_trials",
     "seed",
     "train_epochs",
+    "val_batch_size",
+    "val_num_workers",
 }
 _FLOAT_KEYS = {
     "timeout",
@@ -198,9 +225,17 @@ _BOOL_KEYS = {
     "fresh_interpreter",
     "full_detail",
 }
-_STR_KEYS = {"dataset", "mp_context", "collate_fn", "worker_init_fn", "epoch_hook", "loader_class"}
+_STR_KEYS = {
+    "dataset",
+    "mp_context",
+    "collate_fn",
+    "worker_init_fn",
+    "epoch_hook",
+    "loader_class",
+    "val",
+}
 # Tables of keyword arguments: merged key by key, the flags' over the file's.
-_TABLES = ("args", "loader_args")
+_TABLES = ("args", "loader_args", "val_args")
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -320,8 +355,9 @@ def build_config(
         tables[table] = dict((file_values or {}).get(table, {}))
         tables[table].update(flags.get(table) or {})
     args = tables["args"]
-    if tables["loader_args"]:
-        merged["loader_args"] = tables["loader_args"]
+    for table in ("loader_args", "val_args"):
+        if tables[table]:
+            merged[table] = tables[table]
 
     dataset = merged.pop("dataset", None)
     if not dataset:
@@ -372,6 +408,36 @@ def _validate_loader_class(lo: LoaderOptions) -> None:
         )
 
 
+def _validate_val(cfg: RunConfig) -> None:
+    if cfg.val is None:
+        extra = [
+            flag
+            for flag, given in (
+                ("--val-arg", cfg.val_args),
+                ("--val-batch-size", cfg.val_batch_size is not None),
+                ("--val-num-workers", cfg.val_num_workers is not None),
+            )
+            if given
+        ]
+        if extra:
+            raise UsageError(f"{extra[0]} needs --val (the validation Dataset it is for)")
+        return
+    ObjectRef.parse(cfg.val, what="--val")
+    _check_json("--val-arg", cfg.val_args)
+    if cfg.max_batches is not None:
+        raise UsageError(
+            "--val with --max-batches is not supported: a cut train pass is projected to its "
+            "full length, and the validation pass inside the epoch would be projected too"
+        )
+    if cfg.val_batch_size is not None and cfg.val_batch_size < 1:
+        raise UsageError(f"--val-batch-size must be ≥ 1, got {cfg.val_batch_size}")
+    if cfg.val_num_workers is not None and cfg.val_num_workers < 1:
+        raise UsageError(
+            f"--val-num-workers must be ≥ 1, got {cfg.val_num_workers}: a validation loader "
+            "without workers has no pool for persistence to keep"
+        )
+
+
 def _check_json(flag: str, table: Mapping[str, Any]) -> None:
     """The trial receives its config as JSON: a value JSON cannot carry (a set, bytes, a
     complex number) is a usage error, not a traceback. (A tuple arrives as a list.)"""
@@ -417,6 +483,7 @@ def validate(cfg: RunConfig) -> None:
     _validate_loader_class(lo)
     _check_json("--arg", cfg.dataset_args)
     _check_json("--loader-arg", lo.loader_args)
+    _validate_val(cfg)
     if cfg.max_batches is not None and cfg.max_batches < 2:
         raise UsageError(
             f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got {cfg.max_batches}"

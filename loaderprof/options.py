@@ -133,6 +133,28 @@ class RunOptions:
         panel=LOADER,
         cli_type=list[str] | None,
     )
+    val: str | None = opt(
+        "--val",
+        help="A validation Dataset as module:attr: each epoch is a train pass then a "
+        "validation pass on a second loader, persistent in the persistent arm too.",
+        panel=LOADER,
+    )
+    val_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
+        "--val-arg",
+        help="Validation Dataset keyword argument key=value; repeatable.",
+        panel=LOADER,
+        cli_type=list[str] | None,
+    )
+    val_batch_size: int | None = opt(
+        "--val-batch-size",
+        help="Validation batch size (default: the train loader's).",
+        panel=LOADER,
+    )
+    val_num_workers: int | None = opt(
+        "--val-num-workers",
+        help="Validation loader workers (default: the train loader's).",
+        panel=LOADER,
+    )
     step_ms: float | None = opt(
         "--step-ms",
         help="Simulated training step per batch in the main process, ms (default: 0).",
@@ -255,10 +277,14 @@ class RunOptions:
 
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name in ("args", "loader_args", "config"):
+            if f.name in ("args", "loader_args", "val_args", "config"):
                 continue
             out[FLAG_KEYS.get(f.name, f.name)] = getattr(self, f.name)
-        for table, flag in (("args", "--arg"), ("loader_args", "--loader-arg")):
+        for table, flag in (
+            ("args", "--arg"),
+            ("loader_args", "--loader-arg"),
+            ("val_args", "--val-arg"),
+        ):
             value = getattr(self, table)
             out[table] = (
                 dict(value) if isinstance(value, Mapping) else parse_args(list(value or ()), flag)

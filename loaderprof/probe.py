@@ -71,15 +71,19 @@ def time_ns() -> int:
 
 
 class WorkerInitProbe:
-    def __init__(self, events_path: str, user_fn: Callable[[int], Any] | None) -> None:
+    def __init__(
+        self, events_path: str, user_fn: Callable[[int], Any] | None, loader: str = "train"
+    ) -> None:
         self.events_path = events_path
         self.user_fn = user_fn
+        # Which loader's worker this is (NOTE [validation pass]).
+        self.loader = loader
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # torch pickles the worker_init_fn after the Dataset and the collate_fn: its
         # rebuild marks the end of the worker's unpickling, for every kind of Dataset
         # (the start only a map-style Dataset's probe can stamp).
-        return (_rebuilt, (type(self), None, self.events_path, self.user_fn))
+        return (_rebuilt, (type(self), None, self.events_path, self.user_fn, self.loader))
 
     def __call__(self, worker_id: int) -> None:
         global _worker_id, _thread_cpu_base
@@ -92,6 +96,7 @@ class WorkerInitProbe:
             proc_start=process_start_ns(os.getpid()),
             unpickle_start=_unpickle_start,
             unpickle_end=_unpickle_end,
+            loader=self.loader,
         )
         # multiprocessing runs its finalizers when the worker loop returns
         # normally (the usual shutdown); a killed worker gets its exit time

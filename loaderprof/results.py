@@ -80,6 +80,11 @@ class EpochResult:
     max_batch_bytes: int | None = None
     # From the epoch's start to its last batch in the main process.
     last_batch_s: float | None = None
+    # NOTE [validation pass]: with --val the epoch's wall covers the train pass and
+    # then the validation pass, whose own wall, first-batch wait and batches these are.
+    val_s: float | None = None
+    val_first_batch_s: float | None = None
+    val_batches: int | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,8 @@ class WorkerResult:
     peak_threads: int | None = None
     compute_threads: int | None = None
     torch_threads: int | None = None
+    # Which loader the worker served: "train", or "val" (NOTE [validation pass]).
+    loader: str = "train"
     # NOTE [start-up breakdown] (spawn/forkserver): what multiprocessing pickled for
     # this worker (its Process: the Dataset, collate_fn, worker_init_fn) and how long
     # that took in the main process; when the worker began unpickling its Dataset
@@ -213,6 +220,9 @@ class TrialMemory:
     shutdown_peak_total_pss_bytes: int | None = None
     # Most worker processes alive at one sampling tick (counted from PIDs).
     peak_worker_processes: int | None = None
+    # NOTE [validation pass]: USS the train loader's workers hold while validation
+    # runs (0 when they are gone: non-persistent), None without --val or deep walks.
+    val_train_pool_uss_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -367,6 +377,10 @@ class ArmSummary:
     setup_main_pss_bytes: Stat | None = None
     # Most worker processes alive at once in any trial, counted from PIDs.
     peak_worker_processes: int | None = None
+    # NOTE [validation pass]: the steady epochs' validation passes, and the USS the
+    # train pool holds while they run.
+    steady_val_s: Stat | None = None
+    val_train_pool_uss_bytes: Stat | None = None
 
 
 @dataclass(frozen=True)

@@ -151,13 +151,13 @@ def _looks_like_dataset(obj: Any) -> bool:
     )
 
 
-def build_dataset(ref: ObjectRef, kwargs: Mapping[str, Any]) -> Any:
+def build_dataset(ref: ObjectRef, kwargs: Mapping[str, Any], args_flag: str = "--arg") -> Any:
     """Turn a class, a factory or an instance into a Dataset instance."""
     obj = ref.resolve()
     if not isinstance(obj, type) and _looks_like_dataset(obj):
         if kwargs:
             raise UsageError(
-                f"{ref} is already a Dataset instance, so --arg/[args] cannot be applied to it; "
+                f"{ref} is already a Dataset instance, so {args_flag} cannot be applied to it; "
                 "point at its class or a factory function instead"
             )
         return obj

@@ -368,6 +368,49 @@ def _loader_class(lo: LoaderOptions) -> Any:
     return obj
 
 
+def _val_loader(path: str, cfg: RunConfig, *, persistent: bool) -> Any:
+    """NOTE [validation pass]: the validation Dataset's loader, built like the train
+    loader (same class, start method, prefetch, pinning, functions) with its own batch
+    size and workers, in order and unshuffled; None without --val. It is built before
+    the train loader, so the memory window's set-up baseline holds both Datasets."""
+    lo = cfg.val_loader
+    if lo is None or cfg.val is None:
+        return None
+    import torch
+
+    dataset = build_dataset(ObjectRef.parse(cfg.val, what="--val"), cfg.val_args, "--val-arg")
+    from torch.utils.data import IterableDataset
+
+    iterable = isinstance(dataset, IterableDataset)
+    user_collate, user_init = _user_functions(lo)
+    generator = torch.Generator()
+    generator.manual_seed(cfg.seed + 1)
+    kwargs: dict[str, Any] = {
+        "batch_size": lo.batch_size,
+        "num_workers": lo.num_workers,
+        "collate_fn": CollateProbe(path, user_collate, lo.batch_size is not None),
+        "worker_init_fn": WorkerInitProbe(path, user_init, loader="val"),
+        "pin_memory": _pin_memory(path, lo),
+        "timeout": lo.timeout,
+        "persistent_workers": persistent,
+        "generator": generator,
+    }
+    if lo.prefetch_factor is not None:
+        kwargs["prefetch_factor"] = lo.prefetch_factor
+    if lo.mp_context is not None:
+        kwargs["multiprocessing_context"] = lo.mp_context
+    if lo.in_order is not None:
+        kwargs["in_order"] = lo.in_order
+    served = dataset if iterable else index_probe(dataset, path)
+    cls = _loader_class(lo)
+    try:
+        return cls(served, **kwargs, **lo.loader_args)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(
+            f"{cls.__name__} rejected the validation loader's options: {one_line(exc)}"
+        ) from exc
+
+
 def _build_loader(
     path: str, lo: LoaderOptions, dataset: Any, iterable: bool, kwargs: dict[str, Any], counter: Any
 ) -> Any:
@@ -407,6 +450,7 @@ def _run_epochs(
     protocol: EpochProtocol,
     pause_ack_path: str | None = None,
     seen: dict[int, Any] | None = None,
+    val_loader: Any = None,
 ) -> Any:
     """Every epoch, each followed by the idle pause; returns the last epoch's
     iterator, which the caller drops when it closes the loader. Every worker process
@@ -421,6 +465,14 @@ def _run_epochs(
         it = None
         it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
+        if val_loader is not None:
+            # NOTE [validation pass]: inside the epoch, so its time counts in the epoch's
+            # wall as it does in training; `val_start` splits the two passes.
+            events.emit(path, "val_start", epoch=epoch)
+            _, val_batches, _ = _run_epoch(
+                path, val_loader, epoch, step_s, None, seen, first_event="val_first_batch"
+            )
+            events.emit(path, "val_end", epoch=epoch, batches=val_batches)
         events.emit(
             path,
             "epoch_end",
@@ -466,6 +518,7 @@ def _run_epoch(
     step_s: float,
     max_batches: int | None,
     seen: dict[int, Any] | None = None,
+    first_event: str = "first_batch",
 ) -> tuple[Any, int, int | None]:
     """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
     iterator, the batch count and when the last batch arrived. A failure is reported
@@ -480,7 +533,7 @@ def _run_epoch(
         for _batch in it:
             last = time.monotonic_ns()
             if batches == 0:
-                events.emit(path, "first_batch", epoch=epoch)
+                events.emit(path, first_event, epoch=epoch)
             batches += 1
             if step_s:
                 time.sleep(step_s)
@@ -578,13 +631,16 @@ def run(plan: _Plan) -> None:
         path, cfg, dataset, iterable, persistent=plan.persistent, counter=counter
     )
     protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
+    val_loader = _val_loader(path, cfg, persistent=plan.persistent)
     loader = _build_loader(path, cfg.loader, dataset, iterable, kwargs, counter)
     # The loader's own worker processes, of every epoch (a non-persistent epoch's
     # workers may outlive its iterator too); a Dataset may own others (a Manager, a
     # Pool) that are not the loader's and that this does not wait for.
     seen: dict[int, Any] = {}
-    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path, seen)
+    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path, seen, val_loader)
     events.emit(path, "loader_closing")
+    val_live = getattr(val_loader, "_iterator", None)
+    seen.update((w.pid, w) for w in getattr(val_live, "_workers", None) or [])
     # `is None`, not `or`: an iterator's truth value calls its len(), which an
     # IterableDataset's sampler does not have.
     live = getattr(loader, "_iterator", None)
@@ -596,7 +652,7 @@ def run(plan: _Plan) -> None:
     # persistent workers. Only if some worker outlives that (a reference cycle
     # keeps the iterator) are cycles collected: a full collection of a process
     # that imported torch takes ~0.1 s, which is loaderprof's, not the loader's.
-    del it, loader, live
+    del it, loader, live, val_loader, val_live
     if any(w.is_alive() for w in workers):
         # NOTE [memory window]: readings taken during it are left out.
         events.emit(path, "collecting")

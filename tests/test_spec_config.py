@@ -161,6 +161,12 @@ def test_missing_config_file(tmp_path: Path) -> None:
             "--loader-arg num_workers: loaderprof sets it; use --num-workers",
         ),
         ({"loader_class": "m:L", "loader_args": {"s": {1, 2}}}, "only JSON values"),
+        ({"val_args": {"n": 3}}, "--val-arg needs --val"),
+        ({"val_num_workers": 2}, "--val-num-workers needs --val"),
+        ({"val": "m:V", "val_num_workers": 0}, "--val-num-workers must be ≥ 1"),
+        ({"val": "m:V", "val_batch_size": 0}, "--val-batch-size must be ≥ 1"),
+        ({"val": "nocolon"}, "bad --val reference"),
+        ({"val": "m:V", "max_batches": 4}, "--val with --max-batches is not supported"),
     ],
 )
 def test_validation(flags: dict[str, object], match: str) -> None:
@@ -181,6 +187,22 @@ def test_batch_size_none() -> None:
 def test_idle_pause_defaults_to_two_samples() -> None:
     assert build_config({"dataset": "a:B", "sample_interval_ms": 20.0}).effective_idle_ms == 40
     assert build_config({"dataset": "a:B", "idle_ms": 5.0}).effective_idle_ms == 5
+
+
+def test_val_loader_defaults_to_the_train_loaders(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('dataset = "a:B"\nval = "m:V"\nbatch_size = 8\n[val_args]\nsplit = "val"\n')
+    cfg = build_config({"num_workers": 3, "shuffle": True}, load_config_file(f))
+    assert cfg.val == "m:V" and dict(cfg.val_args) == {"split": "val"}
+    lo = cfg.val_loader
+    assert lo is not None
+    # Its own batch size and workers default to the train loader's; never shuffled.
+    assert (lo.batch_size, lo.num_workers, lo.shuffle) == (8, 3, None)
+    cfg = build_config({"dataset": "a:B", "val": "m:V", "val_batch_size": 2, "val_num_workers": 1})
+    assert cfg.val_loader is not None
+    assert (cfg.val_loader.batch_size, cfg.val_loader.num_workers) == (2, 1)
+    assert RunConfig.from_dict(cfg.to_dict()).val_num_workers == 1
+    assert build_config({"dataset": "a:B"}).val_loader is None
 
 
 def test_loader_args_merge_file_and_flags(tmp_path: Path) -> None:

@@ -289,14 +289,16 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
         if not trials:
             continue
         t = trials[0]
-        wid_of = {w.pid: w.worker_id for w in t.workers}
-        for wid in sorted({w.worker_id for w in t.workers}):
+        # The train loader's workers (a validation pool's are counted in the summary).
+        train = [w for w in t.workers if w.loader == "train"]
+        wid_of = {w.pid: w.worker_id for w in train}
+        for wid in sorted({w.worker_id for w in train}):
             marks = []
             for e in t.epochs:
                 pids = [p for p in e.worker_pids if wid_of.get(p) == wid]
                 new = [p for p in e.new_worker_pids if wid_of.get(p) == wid]
                 marks.append("●" if new else ("━" if pids else "·"))
-            procs = [w.pid for w in t.workers if w.worker_id == wid]
+            procs = [w.pid for w in train if w.worker_id == wid]
             shown = f"1 (pid {procs[0]})" if len(procs) == 1 else str(len(procs))
             rows.append((ARM_LABEL[name], wid, "".join(marks), shown))
     return rows

@@ -116,6 +116,15 @@ def summary_rows(report: Report) -> list[SummaryRow]:
             section,
         )
 
+    # NOTE [validation pass]: its rows only when there was one.
+    val = (
+        [
+            time_row("validation pass (steady)", "steady_val_s", None),
+            mem_row("train pool USS during val", "val_train_pool_uss_bytes"),
+        ]
+        if p.steady_val_s is not None or n.steady_val_s is not None
+        else []
+    )
     return [
         SummaryRow("workers reused", REUSED[p.workers_reused], REUSED[n.workers_reused]),
         time_row("cold epoch (1)", "cold_epoch_s", c.cold_epoch_ratio if c else None),
@@ -126,6 +135,7 @@ def summary_rows(report: Report) -> list[SummaryRow]:
             emphasis="bold",
         ),
         time_row("first batch (steady)", "first_batch_s", c.first_batch_ratio if c else None),
+        *val,
         SummaryRow(
             "steady samples/s",
             fmt_stat(p.steady_samples_per_s, _rate),
