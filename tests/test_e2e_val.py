@@ -108,9 +108,13 @@ def test_sweep_takes_a_validation_dataset_and_a_loader_class(tmp_path: Path) -> 
         "4",
         "--json",
         str(out),
+        *("--loader", f"{TESTS / 'lp_loaders.py'}:TaggedLoader"),
+        *("--loader-arg", "tag=t", "--loader-arg", f"out={built}"),
     )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
+    # Both loaders of both points were built with the class: 2 points × (train, val).
+    assert len(built.read_text().splitlines()) == 4
     assert report["config"]["val"] == f"{DATA}:AllocDataset"
     most = {p["persistent"]: p["summary"]["peak_worker_processes"] for p in report["points"]}
     # One train and one validation worker: both alive at once only with persistence.
