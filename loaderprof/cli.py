@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from typer._click import exceptions as click_exc
 
-from loaderprof.commands import compare, diff, plan, report, sweep
+from loaderprof.commands import compare, diff, plan, report, sweep, watch
 from loaderprof.errors import ExitCode, LoaderprofError
 from loaderprof.version import __version__
 
@@ -44,7 +44,7 @@ def root(
     """loaderprof measures DataLoader workers: start-up, epoch latency, memory."""
 
 
-for _module in (compare, report, diff, sweep, plan):
+for _module in (compare, report, diff, sweep, plan, watch):
     _module.register(app)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -17,7 +18,7 @@ from loaderprof.report.rows import (
     plan_text,
     summary_rows,
 )
-from loaderprof.results import ARM_LABEL, ArmResult, Report
+from loaderprof.results import ARM_LABEL, ArmResult, Finding, Report
 from loaderprof.units import fmt_bytes, fmt_seconds
 
 VERDICT_STYLE = {"enable": "bold green", "keep_off": "bold red", "neutral": "bold yellow"}
@@ -184,7 +185,7 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
         parts.append(projection_text(report))
     parts.append(verdict_panel(report))
     if report.findings:
-        parts.append(findings_panel(report))
+        parts.append(findings_panel(report.findings))
     elif any(t.epochs for arm in report.arms.values() for t in arm.trials):
         from loaderprof.findings import checks_run
 
@@ -265,9 +266,11 @@ def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> Table:
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def findings_panel(report: Report) -> RenderableType:
+def findings_panel(
+    findings: Sequence[Finding], title: str = "lifecycle findings"
+) -> RenderableType:
     body = Text()
-    for i, f in enumerate(report.findings):
+    for i, f in enumerate(findings):
         if i:
             body.append("\n")
         body.append(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE[f.severity])
@@ -275,7 +278,7 @@ def findings_panel(report: Report) -> RenderableType:
         evidence = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
         body.append(f"        evidence: {evidence}\n", style="dim")
         body.append(f"        fix: {f.fix}")
-    return Panel(body, title="lifecycle findings", title_align="left", border_style="yellow")
+    return Panel(body, title=title, title_align="left", border_style="yellow")
 
 
 def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:

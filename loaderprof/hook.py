@@ -1,0 +1,205 @@
+"""What `loaderprof watch` runs inside the user's own training process.
+
+NOTE [watch hook]: `watch` puts a `sitecustomize` on the command's PYTHONPATH that
+calls `install()`. Nothing is imported or patched until the script itself imports
+`torch.utils.data`; then DataLoader and its iterators report through the same
+event channel `compare` uses:
+
+* `loader_created`: each DataLoader (any subclass) once its __init__ is done, with
+  its construction site (the first frame outside torch and loaderprof) and settings;
+  its worker_init_fn is wrapped in the same probe `compare` uses, tagged with the
+  loader's id, so every worker names its loader and pid;
+* `iter_start` / `iter_first_batch` / `iter_end`: each `iter(loader)` (an epoch),
+  its first batch and its end (exhausted, with the batch count). An iterator
+  replaced before its end was abandoned: the parent tells so from the stamps.
+
+The cost is one wrapper call per batch in the main process; workers only run the
+init probe once.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import itertools
+import multiprocessing
+import os
+import sys
+from typing import Any
+
+from loaderprof import events
+from loaderprof.probe import WorkerInitProbe
+
+ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
+_TARGET = "torch.utils.data.dataloader"
+_ids = itertools.count(1)
+_patched: set[type] = set()
+# Frames from these directories are not the user's construction site.
+_SKIP = (os.path.dirname(os.path.abspath(__file__)), f"{os.sep}torch{os.sep}")
+
+
+def install() -> None:
+    """Called from the injected sitecustomize: hook the import of torch's DataLoader."""
+    path = os.environ.get(ENV_EVENTS)
+    if not path or any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    if _TARGET in sys.modules:
+        _patch(sys.modules[_TARGET], path)
+        return
+    sys.meta_path.insert(0, _Finder(path))
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _TARGET:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Loader(spec.loader, self.path)
+                return spec
+        return None
+
+
+class _Loader(importlib.abc.Loader):
+    """Runs the real module, then patches it."""
+
+    def __init__(self, inner: Any, path: str) -> None:
+        self.inner, self.path = inner, path
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.inner.exec_module(module)
+        _patch(module, self.path)
+
+
+def _site() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not any(s in name for s in _SKIP) and not name.startswith("<frozen"):
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def _describe(loader: Any) -> dict[str, Any]:
+    ctx = loader.multiprocessing_context
+    if ctx is not None and hasattr(ctx, "get_start_method"):
+        method = ctx.get_start_method()
+    else:
+        # Not get_start_method(): asking without allow_none fixes the default, and a
+        # script that calls set_start_method() afterwards would then fail.
+        method = (
+            multiprocessing.get_start_method(allow_none=True)
+            or getattr(
+                getattr(multiprocessing.context, "_default_context", None),
+                "_default_context",
+                None,
+            )
+            .__class__.__name__.removesuffix("Context")
+            .lower()
+        )
+    dataset = loader.dataset
+    try:
+        length: int | None = len(dataset)
+    except Exception:
+        length = None
+    return {
+        "cls": f"{type(loader).__module__}.{type(loader).__qualname__}",
+        "num_workers": loader.num_workers,
+        "persistent_workers": bool(loader.persistent_workers),
+        "prefetch_factor": loader.prefetch_factor,
+        "pin_memory": bool(loader.pin_memory),
+        "batch_size": loader.batch_size,
+        "start_method": method if loader.num_workers else None,
+        "dataset_type": f"{type(dataset).__module__}.{type(dataset).__qualname__}",
+        "dataset_len": length,
+    }
+
+
+def _patch(module: Any, path: str) -> None:
+    loader_cls = module.DataLoader
+    if loader_cls in _patched:
+        return
+    _patched.add(loader_cls)
+    original_init = loader_cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        if "_lp_id" in self.__dict__:  # a subclass's __init__ ran ours already
+            return
+        lid = f"L{next(_ids)}"
+        object.__setattr__(self, "_lp_id", lid)
+        events.emit(path, "loader_created", loader=lid, site=_site(), **_describe(self))
+        if self.num_workers > 0:
+            self.worker_init_fn = WorkerInitProbe(path, self.worker_init_fn, loader=lid)
+        _patch_iter(type(self), path)
+
+    loader_cls.__init__ = __init__
+    _patch_iter(loader_cls, path)
+
+
+def _patch_iter(cls: type, path: str) -> None:
+    """Wrap `cls.__iter__` where `cls` defines its own (torch's, or a subclass's that
+    does not call it: torchdata's StatefulDataLoader)."""
+    if "__iter__" not in cls.__dict__ or ("_lp_iter", cls) in _patched_iters:
+        return
+    _patched_iters.add(("_lp_iter", cls))
+    original = cls.__dict__["__iter__"]
+
+    def __iter__(self: Any) -> Any:
+        lid = self.__dict__.get("_lp_id")
+        outer = lid is not None and not self.__dict__.get("_lp_in_iter")
+        if outer:
+            object.__setattr__(self, "_lp_in_iter", True)
+            events.emit(path, "iter_start", loader=lid)
+        try:
+            it = original(self)
+        finally:
+            if outer:
+                object.__setattr__(self, "_lp_in_iter", False)
+        if outer:
+            it.__dict__["_lp_loader"] = lid
+            it.__dict__["_lp_batches"] = 0
+            _patch_next(type(it), path)
+        return it
+
+    setattr(cls, "__iter__", __iter__)  # noqa: B010 (a class found at run time)
+
+
+_patched_iters: set[tuple[str, type]] = set()
+
+
+def _patch_next(cls: type, path: str) -> None:
+    """Count each iterator's batches; stamp its first and its end."""
+    owner = next((k for k in cls.__mro__ if "__next__" in k.__dict__), None)
+    if owner is None or ("_lp_next", owner) in _patched_iters:
+        return
+    _patched_iters.add(("_lp_next", owner))
+    original = owner.__dict__["__next__"]
+
+    def __next__(self: Any) -> Any:
+        state = self.__dict__
+        lid = state.get("_lp_loader")
+        try:
+            batch = original(self)
+        except StopIteration:
+            if lid is not None and state.get("_lp_batches") is not None:
+                events.emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
+                state["_lp_batches"] = None
+            raise
+        if lid is not None and state.get("_lp_batches") is not None:
+            state["_lp_batches"] += 1
+            if state["_lp_batches"] == 1:
+                events.emit(path, "iter_first_batch", loader=lid)
+        return batch
+
+    setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)

@@ -1,0 +1,202 @@
+"""Pure: a watched run's events and samples -> its loaders, epochs, workers, pools.
+
+NOTE [watch hook]: each loader is told apart by the id the hook gave it; an epoch is
+one `iter_start` of that loader up to the next; a worker belongs to the loader its
+init probe names, and to the epochs it was alive in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loaderprof.results import Stat
+from loaderprof.sampler import Sample
+from loaderprof.watch_results import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
+
+NS = 1_000_000_000
+Events = Mapping[str, list[Mapping[str, Any]]]
+
+
+def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in sorted(events, key=lambda e: e["t"]):
+        out[ev["ev"]].append(ev)
+    return out
+
+
+def whole_walks(samples: Sequence[Sample]) -> list[list[Sample]]:
+    """Walks that read USS of every process while the tree held still."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
+
+
+def _workers(
+    evs: Events, lid: str, samples: Sequence[Sample], gone: Mapping[int, int], t0: int
+) -> tuple[WatchedWorker, ...]:
+    inits = [ev for ev in evs["worker_init"] if ev.get("loader") == lid]
+    readies = {ev["pid"]: ev["t"] for ev in evs["worker_ready"]}
+    exits = {ev["pid"]: ev["t"] for ev in evs["worker_exit"]}
+    peaks: dict[int, tuple[int | None, int | None]] = {}
+    for s in samples:
+        if s.uss is None:
+            continue
+        uss, pss = peaks.get(s.pid, (None, None))
+        peaks[s.pid] = (max(uss or 0, s.uss), max(pss or 0, s.pss or 0) if s.pss else pss)
+
+    def rel(t: int | None) -> float | None:
+        return None if t is None else (t - t0) / NS
+
+    return tuple(
+        WatchedWorker(
+            pid=int(ev["pid"]),
+            worker_id=int(ev["worker_id"]),
+            started_s=rel(ev.get("proc_start")),
+            init_s=(ev["t"] - t0) / NS,
+            ready_s=rel(readies.get(ev["pid"])),
+            exited_s=rel(exits.get(ev["pid"], gone.get(ev["pid"]))),
+            peak_uss_bytes=peaks.get(ev["pid"], (None, None))[0],
+            peak_pss_bytes=peaks.get(ev["pid"], (None, None))[1],
+        )
+        for ev in inits
+    )
+
+
+def _epochs(
+    evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
+) -> tuple[WatchedEpoch, ...]:
+    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+    firsts = [ev["t"] for ev in evs["iter_first_batch"] if ev.get("loader") == lid]
+    ends = [ev for ev in evs["iter_end"] if ev.get("loader") == lid]
+    out = []
+    for i, start in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else t_end + 1
+        first = next((t for t in firsts if start <= t < stop), None)
+        end = next((ev for ev in ends if start <= ev["t"] < stop), None)
+        lo, hi = (start - t0) / NS, ((end["t"] if end else min(stop, t_end)) - t0) / NS
+        alive = [w for w in workers if w.init_s <= hi and (w.exited_s is None or w.exited_s >= lo)]
+        out.append(
+            WatchedEpoch(
+                index=i + 1,
+                start_s=lo,
+                first_batch_s=None if first is None else (first - start) / NS,
+                end_s=None if end is None else (end["t"] - t0) / NS,
+                batches=None if end is None else int(end.get("batches", 0)),
+                worker_pids=tuple(sorted(w.pid for w in alive)),
+                # Told by the init probe's exact stamp (a process start read from /proc
+                # is rounded down to 10 ms, and can fall before the iter() that made it).
+                new_worker_pids=tuple(sorted(w.pid for w in alive if w.init_s >= lo)),
+            )
+        )
+    return tuple(out)
+
+
+def _reused(epochs: Sequence[WatchedEpoch], num_workers: int) -> bool | None:
+    later = [e for e in epochs[1:] if e.end_s is not None]
+    if num_workers == 0 or not later:
+        return None
+    if all(not e.new_worker_pids for e in later):
+        return True
+    if all(e.new_worker_pids for e in later):
+        return False
+    return None
+
+
+def _idle_uss(
+    epochs: Sequence[WatchedEpoch], pids: set[int], walks: Sequence[list[Sample]], t0: int
+) -> int | None:
+    """The pool's USS between its epochs (the peak of each gap's walks, median)."""
+    held = []
+    for a, b in itertools.pairwise(epochs):
+        if a.end_s is None:
+            continue
+        lo, hi = t0 + int(a.end_s * NS), t0 + int(b.start_s * NS)
+        sums = [
+            sum(s.uss or 0 for s in g if s.pid in pids)
+            for g in walks
+            if all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in g)
+        ]
+        if sums:
+            held.append(max(sums))
+    return int(statistics.median(held)) if held else None
+
+
+def loaders(
+    evs: Events,
+    samples: Sequence[Sample],
+    gone: Mapping[int, int],
+    t0: int,
+    t_end: int,
+) -> tuple[WatchedLoader, ...]:
+    walks = whole_walks(samples)
+    out = []
+    for ev in evs["loader_created"]:
+        lid = str(ev["loader"])
+        workers = _workers(evs, lid, samples, gone, t0)
+        epochs = _epochs(evs, lid, workers, t0, t_end)
+        done = [e for e in epochs if e.wall_s is not None]
+        startups = [w.startup_s for w in workers if w.startup_s is not None]
+        peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
+        out.append(
+            WatchedLoader(
+                id=lid,
+                site=str(ev.get("site")),
+                cls=str(ev.get("cls")),
+                num_workers=int(ev.get("num_workers") or 0),
+                persistent_workers=bool(ev.get("persistent_workers")),
+                prefetch_factor=ev.get("prefetch_factor"),
+                pin_memory=bool(ev.get("pin_memory")),
+                batch_size=ev.get("batch_size"),
+                start_method=ev.get("start_method"),
+                dataset_type=str(ev.get("dataset_type")),
+                dataset_len=ev.get("dataset_len"),
+                created_s=(ev["t"] - t0) / NS,
+                epochs=epochs,
+                workers=workers,
+                workers_reused=_reused(epochs, int(ev.get("num_workers") or 0)),
+                cold_epoch_s=done[0].wall_s if done and done[0].index == 1 else None,
+                steady_epoch_s=Stat.of([e.wall_s for e in done if e.index > 1 and e.wall_s]),
+                cold_first_batch_s=epochs[0].first_batch_s if epochs else None,
+                steady_first_batch_s=Stat.of(
+                    [e.first_batch_s for e in epochs[1:] if e.first_batch_s is not None]
+                ),
+                worker_startup_s=Stat.of(startups),
+                peak_worker_uss_bytes=max(peaks) if peaks else None,
+                idle_workers_uss_bytes=_idle_uss(epochs, {w.pid for w in workers}, walks, t0),
+            )
+        )
+    return tuple(out)
+
+
+def pools(found: Sequence[WatchedLoader], t_end_s: float) -> tuple[PoolSpan, ...]:
+    """Each loader's worker pools: the span from its first worker's start to its last
+    one's exit, per set of workers that served one epoch or several."""
+    out = []
+    for ld in found:
+        groups: dict[tuple[int, ...], list[WatchedWorker]] = {}
+        by_pid = {w.pid: w for w in ld.workers}
+        for e in ld.epochs:
+            members = tuple(p for p in e.worker_pids if p in by_pid)
+            if members and not any(set(members) & set(k) for k in groups):
+                groups[members] = [by_pid[p] for p in members]
+        for ws in groups.values():
+            starts = [w.started_s for w in ws if w.started_s is not None]
+            ends = [w.exited_s if w.exited_s is not None else t_end_s for w in ws]
+            if starts:
+                out.append(PoolSpan(ld.id, min(starts), max(ends), len(ws)))
+    return tuple(sorted(out, key=lambda p: p.start_s))
+
+
+def peak_worker_processes(samples: Sequence[Sample], worker_pids: set[int]) -> int | None:
+    ticks: dict[int, set[int]] = defaultdict(set)
+    for s in samples:
+        if s.pid in worker_pids:
+            ticks[s.tick].add(s.pid)
+        else:
+            ticks.setdefault(s.tick, set())
+    return max((len(v) for v in ticks.values()), default=None)

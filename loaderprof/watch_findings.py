@@ -1,0 +1,172 @@
+"""Pure: what a watched training run's DataLoaders got wrong, with evidence and fix.
+
+Each check reads only the watched loaders (NOTE [watch hook]) and says what it
+measured; estimates say they are estimates and name `loaderprof compare` as the
+way to confirm them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from loaderprof.results import Finding
+from loaderprof.units import fmt_bytes
+from loaderprof.watch_results import PoolSpan, WatchedLoader
+
+# A non-persistent loader is a persistence candidate when its epochs' first-batch
+# wait (worker start-up included) is at least this share of an epoch.
+CANDIDATE_SHARE = 0.05
+
+
+def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """Several loaders built at one site, each iterated about once: the loader is
+    rebuilt every epoch, so its workers (persistent or not) are never reused."""
+    by_site: dict[str, list[WatchedLoader]] = defaultdict(list)
+    for ld in loaders:
+        if ld.num_workers > 0:
+            by_site[ld.site].append(ld)
+    out = []
+    for site, group in by_site.items():
+        if len(group) < 2 or any(len(ld.epochs) > 1 for ld in group):
+            continue
+        waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
+        wait = statistics.median(waits) if waits else None
+        cost = f", each epoch waiting {wait:.2f} s for its first batch" if wait else ""
+        out.append(
+            Finding(
+                id="loader-recreated",
+                severity="warning",
+                title=f"{len(group)} DataLoaders built at {site}, each iterated once: their "
+                f"workers start again every epoch{cost}",
+                evidence={
+                    "site": site,
+                    "loaders": [ld.id for ld in group],
+                    "persistent_workers": any(ld.persistent_workers for ld in group),
+                    "median_first_batch_s": None if wait is None else round(wait, 4),
+                },
+                fix="build the DataLoader once, before the epoch loop, and iterate it each "
+                "epoch (with persistent_workers=True its workers then start once)",
+            )
+        )
+    return out
+
+
+def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    out = []
+    for ld in loaders:
+        done = [e for e in ld.epochs if e.wall_s]
+        if ld.num_workers == 0 or ld.persistent_workers or len(done) < 2:
+            continue
+        waits = [e.first_batch_s for e in done if e.first_batch_s is not None]
+        walls = [e.wall_s for e in done if e.wall_s]
+        if not waits or not walls:
+            continue
+        wait, wall = statistics.median(waits), statistics.median(walls)
+        share = wait / wall
+        if share < CANDIDATE_SHARE:
+            continue
+        out.append(
+            Finding(
+                id="persistence-candidate",
+                severity="info",
+                title=f"loader {ld.id} ({ld.site}) starts {ld.num_workers} workers every "
+                f"epoch: each of its {len(done)} epochs waited {wait:.2f} s for its first batch, "
+                f"{share:.0%} of a {wall:.2f} s epoch; persistent_workers=True could save up to "
+                "about that per epoch",
+                evidence={
+                    "loader": ld.id,
+                    "site": ld.site,
+                    "epochs": len(done),
+                    "median_first_batch_s": round(wait, 4),
+                    "median_epoch_s": round(wall, 4),
+                    "share": round(share, 3),
+                    "worker_startup_s": ld.worker_startup_s.median if ld.worker_startup_s else None,
+                },
+                fix="confirm with `loaderprof compare DATASET --num-workers "
+                f"{ld.num_workers}` (it measures both settings side by side, memory and "
+                "state included), then pass persistent_workers=True",
+            )
+        )
+    return out
+
+
+def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]) -> list[Finding]:
+    """A persistent pool alive and idle while another loader's epoch runs."""
+    by_id = {ld.id: ld for ld in loaders}
+    out = []
+    for pool in pools:
+        owner = by_id[pool.loader]
+        if not owner.persistent_workers:
+            continue
+        overlaps = [
+            (other.id, e)
+            for other in loaders
+            if other.id != owner.id
+            for e in other.epochs
+            if e.end_s is not None
+            and pool.start_s < e.start_s
+            and e.end_s < pool.end_s
+            and not any(o.start_s <= e.start_s <= (o.end_s or o.start_s) for o in owner.epochs)
+        ]
+        if not overlaps:
+            continue
+        held = owner.idle_workers_uss_bytes
+        others = sorted({i for i, _ in overlaps})
+        memory = f", holding {fmt_bytes(held)} USS between its epochs" if held else ""
+        out.append(
+            Finding(
+                id="idle-pools",
+                severity="info",
+                title=f"loader {owner.id}'s {pool.workers} persistent workers stay alive and "
+                f"idle while loader {', '.join(others)} runs ({len(overlaps)} epochs){memory}",
+                evidence={
+                    "loader": owner.id,
+                    "site": owner.site,
+                    "workers": pool.workers,
+                    "while": others,
+                    "epochs_overlapped": len(overlaps),
+                    "idle_workers_uss_bytes": held,
+                },
+                fix="expected for a train pool during validation; if memory is tight, "
+                "give the validation loader fewer workers or persistent_workers=False",
+            )
+        )
+    return out
+
+
+def check_leaked(loaders: Sequence[WatchedLoader], leaked: Sequence[int]) -> list[Finding]:
+    """DataLoader workers still alive after the command exited (a helper of its own,
+    such as a Manager it never shut down, is in `leaked_pids` but is not a worker)."""
+    owner = {w.pid: ld.id for ld in loaders for w in ld.workers}
+    workers = [p for p in leaked if p in owner]
+    if not workers:
+        return []
+    named = sorted({owner[p] for p in workers})
+    return [
+        Finding(
+            id="workers-leaked",
+            severity="warning",
+            title=f"{len(workers)} DataLoader worker process{'es' if len(workers) > 1 else ''} "
+            f"of loader {', '.join(named)} still alive after the command exited",
+            evidence={
+                "pids": workers,
+                "loaders": named,
+                "other_processes": len(leaked) - len(workers),
+            },
+            fix="let every DataLoader iterator finish or delete it (and the loader) before "
+            "the program exits; do not keep workers alive from a global or a daemon thread",
+        )
+    ]
+
+
+def find(
+    loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan], leaked: Sequence[int]
+) -> tuple[Finding, ...]:
+    return (
+        *check_recreated(loaders),
+        *check_candidates(loaders),
+        *check_idle_pools(loaders, pools),
+        *check_leaked(loaders, leaked),
+    )

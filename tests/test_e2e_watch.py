@@ -1,0 +1,204 @@
+"""NOTE [watch hook]: `loaderprof watch -- COMMAND` on real training scripts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, run_cli
+from loaderprof.report.watch_export import load_watch_schema
+
+pytestmark = pytest.mark.e2e
+
+HEADER = """
+import os, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __init__(self, n=32):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+"""
+
+
+def _watch(tmp_path: Path, body: str, *extra: str) -> tuple[Any, dict[str, Any]]:
+    script = tmp_path / "train.py"
+    script.write_text(HEADER + textwrap.dedent(body))
+    out = tmp_path / "w.json"
+    run = run_cli("watch", "--json", str(out), *extra, "--", sys.executable, str(script))
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, load_watch_schema(), cls=jsonschema.Draft202012Validator)
+    return run, report
+
+
+def _site(tmp_path: Path, text: str) -> str:
+    """`file:line` of the script's line holding `text`: the site watch must name."""
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    return f"{tmp_path / 'train.py'}:{next(i for i, ln in enumerate(lines, 1) if text in ln)}"
+
+
+def _ids(report: dict[str, Any]) -> list[str]:
+    return [f["id"] for f in report["findings"]]
+
+
+def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
+    run, report = _watch(
+        tmp_path,
+        """
+        train = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+        val = DataLoader(Items(16), batch_size=4, num_workers=2, persistent_workers=True)
+        for epoch in range(3):
+            for batch in train:
+                pass
+            for batch in val:
+                pass
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    train, val = report["loaders"]
+    assert train["site"] == _site(tmp_path, "train = DataLoader")
+    assert val["site"] == _site(tmp_path, "val = DataLoader")
+    for ld in (train, val):
+        assert ld["persistent_workers"] and ld["workers_reused"] is True
+        assert len(ld["epochs"]) == 3 and all(e["batches"] for e in ld["epochs"])
+        assert len(ld["workers"]) == 2
+        assert ld["peak_worker_uss_bytes"] > 0
+    # Both pools alive at once, counted from PIDs.
+    assert report["peak_worker_processes"] == 4
+    assert set(_ids(report)) == {"idle-pools"}
+    assert "DataLoaders" in run.stdout
+
+
+def test_a_loader_rebuilt_every_epoch_and_the_exit_status(tmp_path: Path) -> None:
+    run, report = _watch(
+        tmp_path,
+        """
+        for epoch in range(3):
+            loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+            for batch in loader:
+                pass
+        sys.exit(7)
+        """,
+        "--fail-on",
+        "finding:loader-recreated",
+    )
+    # The command's own status passes through; a gate cannot turn a failure into 1.
+    assert run.returncode == 7, run.stderr
+    assert report["exit_code"] == 7
+    assert len(report["loaders"]) == 3
+    (finding,) = report["findings"]
+    assert finding["id"] == "loader-recreated"
+    assert finding["evidence"]["persistent_workers"] is True
+    assert finding["evidence"]["site"] == _site(tmp_path, "loader = DataLoader")
+
+
+def test_a_non_persistent_loader_under_spawn_is_a_candidate(tmp_path: Path) -> None:
+    run, report = _watch(
+        tmp_path,
+        """
+        if __name__ == "__main__":
+            loader = DataLoader(Items(), batch_size=8, num_workers=2,
+                                multiprocessing_context="spawn")
+            for epoch in range(3):
+                for batch in loader:
+                    pass
+        """,
+        "--fail-on",
+        "finding:persistence-candidate",
+    )
+    (ld,) = report["loaders"]
+    assert ld["start_method"] == "spawn" and ld["workers_reused"] is False
+    # Every epoch started 2 spawned workers: 6 worker processes, each seen by its pid.
+    assert len(ld["workers"]) == 6
+    assert all(w["started_s"] is not None and w["ready_s"] for w in ld["workers"])
+    assert _ids(report) == ["persistence-candidate"]
+    # The gate turns the command's 0 into 1.
+    assert run.returncode == 1 and "watch found: persistence-candidate" in run.stderr
+
+
+def test_a_pool_left_alive_at_exit_is_a_leak(tmp_path: Path) -> None:
+    run, report = _watch(
+        tmp_path,
+        """
+        loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+        it = iter(loader)
+        next(it)
+        sys.stdout.flush()
+        os._exit(0)  # no shutdown: the workers outlive their parent
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    (finding,) = [f for f in report["findings"] if f["id"] == "workers-leaked"]
+    worker_pids = {w["pid"] for w in report["loaders"][0]["workers"]}
+    assert set(finding["evidence"]["pids"]) >= worker_pids
+    # watch killed them after recording them.
+    time.sleep(0.2)
+    assert not [p for p in worker_pids if Path(f"/proc/{p}").exists()]
+
+
+def test_sigint_is_forwarded_and_what_was_measured_is_written(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        HEADER
+        + textwrap.dedent(
+            """
+            loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+            for epoch in range(1000):
+                for batch in loader:
+                    time.sleep(0.01)
+            """
+        )
+    )
+    out = tmp_path / "w.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "loaderprof",
+            "watch",
+            "--json",
+            str(out),
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    proc.communicate(timeout=30)
+    assert time.monotonic() - start < 5
+    report = json.loads(out.read_text())
+    assert report["interrupted"] is True
+    (ld,) = report["loaders"]
+    assert len(ld["epochs"]) >= 2
+    pids = [w["pid"] for w in ld["workers"]]
+    assert pids and not [p for p in pids if Path(f"/proc/{p}").exists()]
+    assert report["exit_code"] in (130, 1)
+
+
+def test_a_command_not_found_is_one_line_and_exit_2() -> None:
+    run = run_cli("watch", "--", "no-such-command-xyz")
+    assert run.returncode == 2
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof: error:")]
+    assert lines == ["loaderprof: error: command not found: no-such-command-xyz"]
