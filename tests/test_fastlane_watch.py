@@ -1,0 +1,94 @@
+"""NOTE [watch hook]: a watched run's events assembled and checked, without processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from loaderprof.watch_assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.watch_findings import find
+from loaderprof.watch_session import exit_code_of
+
+S = 1_000_000_000
+
+
+def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:
+    return {"ev": ev, "t": int(t * S), "pid": pid, **kw}
+
+
+def _loader(lid: str, t: float, site: str, persistent: bool) -> dict[str, object]:
+    return _ev(
+        "loader_created",
+        t,
+        loader=lid,
+        site=site,
+        cls="torch.utils.data.DataLoader",
+        num_workers=2,
+        persistent_workers=persistent,
+        prefetch_factor=2,
+        pin_memory=False,
+        batch_size=4,
+        start_method="fork",
+        dataset_type="x.D",
+        dataset_len=32,
+    )
+
+
+def _epoch(
+    lid: str, start: float, wait: float, wall: float, pids: tuple[int, ...]
+) -> list[dict[str, object]]:
+    evs = [_ev("iter_start", start, loader=lid)]
+    for k, pid in enumerate(pids):
+        evs.append(
+            _ev(
+                "worker_init",
+                start + 0.01,
+                pid=pid,
+                worker_id=k,
+                loader=lid,
+                proc_start=int((start + 0.005) * S),
+            )
+        )
+        evs.append(_ev("worker_ready", start + 0.02, pid=pid, worker_id=k))
+    evs += [
+        _ev("iter_first_batch", start + wait, loader=lid),
+        _ev("iter_end", start + wall, loader=lid, batches=8),
+    ]
+    # Its workers exit with the epoch (non-persistent, or a loader dropped after it).
+    evs += [_ev("worker_exit", start + wall + 0.01, pid=pid) for pid in pids]
+    return evs
+
+
+def test_a_rebuilt_loader_and_a_non_persistent_candidate() -> None:
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    evs += _epoch("L1", 1.0, 0.4, 0.9, (201, 202))
+    evs += _epoch("L1", 2.0, 0.4, 0.9, (203, 204))
+    for i, t in enumerate((4.0, 5.0)):
+        evs.append(_loader(f"L{i + 2}", t - 0.05, "train.py:20", True))
+        evs += _epoch(f"L{i + 2}", t, 0.3, 0.8, (301 + 2 * i, 302 + 2 * i))
+    found = loaders(by_kind(evs), [], {}, 0, int(6 * S))
+    l1 = found[0]
+    assert l1.workers_reused is False and len(l1.workers) == 4
+    assert [e.new_worker_pids for e in l1.epochs] == [(201, 202), (203, 204)]
+    assert l1.steady_epoch_s is not None and l1.steady_epoch_s.median == pytest.approx(0.9)
+    ids = [f.id for f in find(found, pools(found, 6.0), ())]
+    # L1: 0.4 s of a 0.9 s epoch waiting for workers; L2 and L3: one site, once each.
+    assert ids == ["loader-recreated", "persistence-candidate"]
+
+
+def test_only_worker_processes_count_as_leaked() -> None:
+    evs = [_loader("L1", 0.1, "t.py:3", True), *_epoch("L1", 1.0, 0.1, 0.5, (201, 202))]
+    found = loaders(by_kind(evs), [], {}, 0, int(2 * S))
+    assert [f.id for f in find(found, (), (999,))] == []
+    (leak,) = find(found, (), (201, 999))
+    assert leak.id == "workers-leaked" and leak.evidence["pids"] == [201]
+    assert leak.evidence["other_processes"] == 1
+
+
+def test_exit_codes_as_a_shell_reports_them() -> None:
+    assert (exit_code_of(0), exit_code_of(7), exit_code_of(-2), exit_code_of(None)) == (
+        0,
+        7,
+        130,
+        1,
+    )
+    assert peak_worker_processes([], {1}) is None
