@@ -85,7 +85,9 @@ def _site() -> str:
     while frame is not None:
         name = frame.f_code.co_filename
         if not any(s in name for s in _SKIP) and not name.startswith("<frozen"):
-            return f"{name}:{frame.f_lineno}"
+            # Relative to the command's directory where it lies inside it.
+            rel = os.path.relpath(name) if not os.path.relpath(name).startswith("..") else name
+            return f"{rel}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return "?"
 

@@ -7,11 +7,12 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.report.console import findings_panel
-from loaderprof.report.rows import fmt_stat
+from loaderprof.results import Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
 from loaderprof.watch_results import WatchedLoader, WatchReport
 
 _REUSED = {True: "yes", False: "no", None: "–"}
+_TORCH = "torch.utils.data.dataloader.DataLoader"
 # Characters of the pool timeline.
 _WIDTH = 40
 
@@ -21,45 +22,48 @@ def _seconds(v: float | None) -> str:
 
 
 def _settings(ld: WatchedLoader) -> str:
-    parts = [f"{ld.num_workers} workers"]
-    if ld.num_workers:
-        parts.append("persistent" if ld.persistent_workers else "not persistent")
-        parts.append(ld.start_method or "default")
-    return ", ".join(parts)
+    if not ld.num_workers:
+        return "0 (main)"
+    return f"{ld.num_workers} {'pers.' if ld.persistent_workers else ''}".strip()
+
+
+def _pair(cold: float | None, steady: Stat | None) -> str:
+    """Cold (the first epoch) / steady (the median of the rest), in one unit."""
+    values = [cold, steady.median if steady else None]
+    shown = [v for v in values if v is not None]
+    if not shown:
+        return "–"
+    ms = max(shown) < 10
+    text = ["–" if v is None else (f"{v * 1e3:.0f}" if ms else f"{v:.1f}") for v in values]
+    return f"{text[0]} / {text[1]} {'ms' if ms else 's'}"
 
 
 def loaders_table(report: WatchReport) -> Table:
     t = Table(title="DataLoaders", title_justify="left", header_style="bold")
     for col, just in (
         ("loader", "left"),
-        ("built at", "left"),
-        ("settings", "left"),
+        ("workers", "left"),
         ("epochs", "right"),
-        ("workers reused", "right"),
-        ("cold epoch", "right"),
-        ("steady epoch", "right"),
-        ("first batch (cold / steady)", "right"),
-        ("worker start-up", "right"),
-        ("peak USS / worker", "right"),
-        ("idle USS held", "right"),
+        ("reused", "right"),
+        ("epoch\ncold/steady", "right"),
+        ("1st batch\ncold/steady", "right"),
+        ("worker\nstart-up", "right"),
+        ("peak\nUSS", "right"),
+        ("idle\nUSS", "right"),
     ):
-        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for ld in report.loaders:
         done = sum(1 for e in ld.epochs if e.end_s is not None)
         epochs = str(done) if done == len(ld.epochs) else f"{done} (+{len(ld.epochs) - done} cut)"
-        first = (
-            f"{_seconds(ld.cold_first_batch_s)} / {fmt_stat(ld.steady_first_batch_s, fmt_seconds)}"
-        )
         t.add_row(
-            f"{ld.id} {ld.cls.rsplit('.', 1)[-1]}",
-            ld.site,
+            # The class only where it is not torch's own.
+            ld.id if ld.cls == _TORCH else f"{ld.id} {ld.cls.rsplit('.', 1)[-1]}",
             _settings(ld),
             epochs,
             _REUSED[ld.workers_reused],
-            _seconds(ld.cold_epoch_s),
-            fmt_stat(ld.steady_epoch_s, fmt_seconds),
-            first,
-            fmt_stat(ld.worker_startup_s, fmt_seconds),
+            _pair(ld.cold_epoch_s, ld.steady_epoch_s),
+            _pair(ld.cold_first_batch_s, ld.steady_first_batch_s),
+            _seconds(ld.worker_startup_s.median if ld.worker_startup_s else None),
             fmt_bytes(ld.peak_worker_uss_bytes) if ld.peak_worker_uss_bytes else "–",
             fmt_bytes(ld.idle_workers_uss_bytes) if ld.idle_workers_uss_bytes else "–",
         )
@@ -75,21 +79,23 @@ def pools_table(report: WatchReport) -> Table:
         header_style="bold",
     )
     t.add_column("loader")
+    t.add_column("built at", overflow="fold")
     t.add_column("workers", justify="right")
     t.add_column(f"0 … {fmt_seconds(report.wall_s)}")
     scale = _WIDTH / report.wall_s if report.wall_s > 0 else 0
+    site = {ld.id: ld.site for ld in report.loaders}
     for p in report.pools:
         lo, hi = int(p.start_s * scale), max(int(p.start_s * scale) + 1, int(p.end_s * scale))
-        t.add_row(p.loader, str(p.workers), " " * lo + "━" * (hi - lo))
+        t.add_row(p.loader, site.get(p.loader, "?"), str(p.workers), " " * lo + "━" * (hi - lo))
     return t
 
 
 def render(report: WatchReport) -> RenderableType:
     status = "interrupted; " if report.interrupted else ""
     head = Text(
-        f"{' '.join(report.command)}\n{status}exit status {report.exit_code} · "
-        f"{fmt_seconds(report.wall_s)} · {len(report.loaders)} DataLoader(s) · sampler "
-        f"duty cycle {report.sampler_duty_cycle or 0:.1%}"
+        f"loaderprof watch: {' '.join(report.command)}\n{status}exit status "
+        f"{report.exit_code} · {fmt_seconds(report.wall_s)} · {len(report.loaders)} "
+        f"DataLoader(s) · sampler duty cycle {report.sampler_duty_cycle or 0:.1%}"
     )
     parts: list[RenderableType] = [head]
     if report.loaders:
