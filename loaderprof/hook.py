@@ -132,11 +132,32 @@ def _patch(module: Any, path: str) -> None:
     if loader_cls in _patched:
         return
     _patched.add(loader_cls)
-    original_init = loader_cls.__init__
+    _wrap_init(loader_cls, path)
+    _patch_iter(loader_cls, path)
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        # A subclass whose __init__ does not call DataLoader's (torchdata's
+        # StatefulDataLoader reimplements it) is wrapped as it is defined.
+        super(loader_cls, cls).__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            _wrap_init(cls, path)
+
+    loader_cls.__init_subclass__ = classmethod(__init_subclass__)
+
+
+def _wrap_init(cls: type, path: str) -> None:
+    original_init = cls.__dict__["__init__"]
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original_init(self, *args, **kwargs)
-        if "_lp_id" in self.__dict__:  # a subclass's __init__ ran ours already
+        # Registered by the outermost __init__ only (a subclass's, calling DataLoader's
+        # through super()), so the site is where the training script built it.
+        depth = self.__dict__.get("_lp_depth", 0)
+        object.__setattr__(self, "_lp_depth", depth + 1)
+        try:
+            original_init(self, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_lp_depth", depth)
+        if depth or "_lp_id" in self.__dict__:
             return
         lid = f"L{next(_ids)}"
         object.__setattr__(self, "_lp_id", lid)
@@ -145,8 +166,7 @@ def _patch(module: Any, path: str) -> None:
             self.worker_init_fn = WorkerInitProbe(path, self.worker_init_fn, loader=lid)
         _patch_iter(type(self), path)
 
-    loader_cls.__init__ = __init__
-    _patch_iter(loader_cls, path)
+    setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
 
 
 def _patch_iter(cls: type, path: str) -> None:
@@ -191,6 +211,9 @@ def _patch_next(cls: type, path: str) -> None:
     def __next__(self: Any) -> Any:
         state = self.__dict__
         lid = state.get("_lp_loader")
+        if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
+            return original(self)
+        state["_lp_in_next"] = True
         try:
             batch = original(self)
         except StopIteration:
@@ -198,6 +221,8 @@ def _patch_next(cls: type, path: str) -> None:
                 events.emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
                 state["_lp_batches"] = None
             raise
+        finally:
+            state["_lp_in_next"] = False
         if lid is not None and state.get("_lp_batches") is not None:
             state["_lp_batches"] += 1
             if state["_lp_batches"] == 1:

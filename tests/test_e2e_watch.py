@@ -202,3 +202,38 @@ def test_a_command_not_found_is_one_line_and_exit_2() -> None:
     assert run.returncode == 2
     lines = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof: error:")]
     assert lines == ["loaderprof: error: command not found: no-such-command-xyz"]
+
+
+def test_a_subclass_and_statefuldataloader_are_watched(tmp_path: Path) -> None:
+    pytest.importorskip("torchdata.stateful_dataloader", reason="torchdata is not installed")
+    run, report = _watch(
+        tmp_path,
+        """
+        from torchdata.stateful_dataloader import StatefulDataLoader
+
+
+        class ProjectLoader(DataLoader):
+            def __init__(self, dataset, **kwargs):
+                super().__init__(dataset, batch_size=4, **kwargs)
+
+
+        if __name__ == "__main__":
+            mine = ProjectLoader(Items(), num_workers=1, persistent_workers=True)
+            stateful = StatefulDataLoader(Items(), batch_size=8, num_workers=2,
+                                          persistent_workers=True)
+            for epoch in range(2):
+                for batch in mine:
+                    pass
+                for batch in stateful:
+                    pass
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    mine, stateful = report["loaders"]
+    assert mine["cls"].endswith("ProjectLoader") and stateful["cls"].endswith("StatefulDataLoader")
+    # Where the script built each one, not the subclass's super() call.
+    assert mine["site"] == _site(tmp_path, "mine = ProjectLoader")
+    assert stateful["site"] == _site(tmp_path, "stateful = StatefulDataLoader")
+    assert [e["batches"] for e in mine["epochs"]] == [8, 8]
+    assert [e["batches"] for e in stateful["epochs"]] == [4, 4]
+    assert mine["workers_reused"] is True and stateful["workers_reused"] is True
