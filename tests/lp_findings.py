@@ -167,19 +167,3 @@ class ThreadedWorker(Dataset[torch.Tensor]):
         assert self._pool is not None
         list(self._pool.map(_spin, [0.005] * self.threads))
         return torch.tensor([index])
-
-
-class BigAttribute(Dataset[torch.Tensor]):
-    """Holds `mib` MiB of bytes in `blob` (pickled whole into every spawn/forkserver
-    worker) and a small list beside it."""
-
-    def __init__(self, n: int = 16, mib: int = 64) -> None:
-        self.n = n
-        self.blob = bytes(mib * MiB)
-        self.labels = list(range(n))
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> torch.Tensor:
-        return torch.tensor([self.labels[index], len(self.blob)])

@@ -76,11 +76,15 @@ class Stream(IterableDataset[torch.Tensor]):
             yield torch.tensor([i])
 
 
-def make_tiny(n: int = 32) -> Dataset[torch.Tensor]:
-    """A factory function returning a Dataset."""
+def make_tiny(n: int = 32, blob_mib: int = 0) -> Dataset[torch.Tensor]:
+    """A factory function returning a Dataset; with `blob_mib`, one that also holds that
+    many MiB of bytes in `blob` (pickled whole into every spawn/forkserver worker)."""
     from loaderprof.examples import CheapDataset
 
-    return CheapDataset(n=n, dim=4)
+    ds = CheapDataset(n=n, dim=4)
+    if blob_mib:
+        ds.blob = bytes(blob_mib * MiB)  # type: ignore[attr-defined]
+    return ds
 
 
 def make_number() -> int:

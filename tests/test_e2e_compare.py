@@ -150,6 +150,9 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
         f"{DATA}:make_tiny",
         "--arg",
         "n=16",
+        # NOTE [start-up breakdown]: 64 MiB that every spawned worker receives.
+        "--arg",
+        "blob_mib=64",
         "--mp-context",
         "spawn",
         "--epochs",
@@ -183,6 +186,18 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     # spawn it also has a thread that ran while torch was imported, and is not counted).
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["compute_threads"] == 1 and w["torch_threads"] == 1 for w in workers)
+    # A 64 MiB attribute: each worker's pickle is that within 10 %, and it is named.
+    for w in workers:
+        assert w["pickled_bytes"] == pytest.approx(64 * MiB, rel=0.1)
+        assert w["started_s"] < w["unpickle_start_s"] < w["unpickled_s"] <= w["init_start_s"]
+    found = {f["id"]: f for f in report["findings"]}
+    assert set(found) == {"large-pickle", "serial-startup"}, report["findings"]
+    ev = found["large-pickle"]["evidence"]
+    assert max(ev["biggest_attributes_bytes"], key=ev["biggest_attributes_bytes"].get) == "blob"
+    assert "blob" in found["large-pickle"]["title"]
+    assert set(ev["startup_breakdown_s"]) >= {"unpickling", "worker_init_fn", "first_batch"}
+    # Larger than the pipe holds: each worker starts once the one before has read its own.
+    assert found["serial-startup"]["evidence"]["share_of_first_batch"] >= 0.3
 
 
 def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ def _check(tmp_path: Path, dataset: str, *extra: str) -> tuple[Any, dict[str, An
         "check",
         f"{FINDINGS}:{dataset}",
         "--epochs",
-        "3",
+        "2",
         "--batch-size",
         "4",
         "--json",
@@ -79,6 +79,8 @@ def test_workers_that_outlive_their_loader_are_reported(tmp_path: Path) -> None:
         "1",
         "--epochs",
         "2",
+        "--num-workers",
+        "1",
         "--json",
         str(out),
     )
@@ -87,11 +89,11 @@ def test_workers_that_outlive_their_loader_are_reported(tmp_path: Path) -> None:
     (finding,) = report["findings"]
     assert finding["id"] == "workers-outlive-loader"
     trials = {a: t for a, arm in report["arms"].items() for t in arm["trials"]}
-    # Each worker ignores SIGTERM and blocks 8 s as it exits: the persistent pool's 2,
-    # and all 4 of the non-persistent arm's two epochs, are alive at the close.
-    assert trials["persistent"]["workers_alive_at_close"] == 2
-    assert trials["non_persistent"]["workers_alive_at_close"] == 4
-    assert finding["evidence"]["most_workers_alive"] == 4
+    # Each worker ignores SIGTERM and blocks 8 s as it exits: the persistent pool's one,
+    # and both of the non-persistent arm's two epochs, are alive at the close.
+    assert trials["persistent"]["workers_alive_at_close"] == 1
+    assert trials["non_persistent"]["workers_alive_at_close"] == 2
+    assert finding["evidence"]["most_workers_alive"] == 2
     assert "workers-outlive-loader" in run.stdout
     # The trial's process-group kill still leaves none behind.
     pids = [w["pid"] for t in trials.values() for w in t["workers"]]
@@ -116,25 +118,3 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     assert "threadpool_limits" in finding["fix"]
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["peak_threads"] >= threads + 1 for w in workers)
-
-
-def test_a_large_attribute_under_spawn_is_sized_and_named(tmp_path: Path) -> None:
-    run, report = _check(
-        tmp_path, "BigAttribute", "--mp-context", "spawn", "--epochs", "2", "--no-digests"
-    )
-    assert run.returncode == 1, run.stderr
-    found = {f["id"]: f for f in report["findings"]}
-    assert set(found) == {"large-pickle", "serial-startup"}, report["findings"]
-    ev = found["large-pickle"]["evidence"]
-    # A 64 MiB bytes attribute: the pickle each worker receives is that, within 10 %.
-    assert ev["pickled_bytes"] == pytest.approx(64 * 1024 * 1024, rel=0.1)
-    assert max(ev["biggest_attributes_bytes"], key=ev["biggest_attributes_bytes"].get) == "blob"
-    assert "blob" in found["large-pickle"]["title"]
-    assert set(ev["startup_breakdown_s"]) >= {"unpickling", "worker_init_fn", "first_batch"}
-    # The pickle is larger than the pipe holds, so each worker starts only once the
-    # one before has read its own.
-    assert found["serial-startup"]["evidence"]["share_of_first_batch"] >= 0.3
-    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
-    for w in workers:
-        assert w["pickled_bytes"] == pytest.approx(64 * 1024 * 1024, rel=0.1)
-        assert w["started_s"] < w["unpickle_start_s"] < w["unpickled_s"] <= w["init_start_s"]
