@@ -656,7 +656,15 @@ def _memory(
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
         deep_samples=len(deep),
+        # Counted in the ticker's readings only: each is one pass over the tree within
+        # a few ms, where a walk may run long enough to see one pool exit and the next
+        # one start (a validation pool after a non-persistent train pool).
         peak_worker_processes=max(
-            (sum(1 for s in g if s.pid in worker_pids) for g in ticks.values()), default=None
+            (
+                sum(1 for s in g if s.pid in worker_pids)
+                for g in ticks.values()
+                if all(s.uss is None for s in g)
+            ),
+            default=None,
         ),
     )

@@ -10,7 +10,7 @@ use).
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from loaderprof.loader_findings import (
     check_straggler,
     check_threads,
 )
+from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import (
     CHECK_FINDINGS,
     ArmResult,
@@ -31,13 +32,11 @@ from loaderprof.results import (
     WorkerResult,
     WorkerState,
 )
+from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
 from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
 
 MiB = 1024 * 1024
-# USS growth between pauses that counts as "grows every epoch".
-GROWTH_MIN_BYTES = 4 * MiB
-GROWTH_MIN_FRACTION = 0.05
 # Copy-on-read: USS rising this much with reading, after the first batch, while
 # RSS stays flat, in a forked worker.
 COW_MIN_BYTES = 16 * MiB
@@ -48,15 +47,6 @@ NEAR_LIMIT = 0.8
 
 def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]]:
     return [(t, w) for t in arm.trials for w in t.workers if len(w.states) >= 3]
-
-
-def _growing(values: Sequence[float], min_step: float) -> bool:
-    """Rises at ≥ 75 % of the steps and by ≥ min_step·(steps) overall."""
-    steps = len(values) - 1
-    if steps < 2:
-        return False
-    ups = sum(1 for a, b in itertools.pairwise(values) if b > a)
-    return ups >= 0.75 * steps and values[-1] - values[0] >= min_step * steps * 0.75
 
 
 def check_memory_growth(report: Report) -> list[Finding]:
@@ -73,7 +63,7 @@ def check_memory_growth(report: Report) -> list[Finding]:
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
         rss_growth = idle[-1].rss_bytes - idle[0].rss_bytes
         copied = rss_growth <= COW_MAX_RSS_SHARE * (series[-1] - series[0])
-        if _growing(series, step) and not copied:
+        if rises_steadily(series, step) and not copied:
             per_epoch = (series[-1] - series[0]) / (len(series) - 1)
             start = w.states[0].uss_bytes
             found.append(
@@ -183,11 +173,8 @@ def check_copy_on_read(report: Report) -> list[Finding]:
     ]
 
 
-_HANDLE_KINDS: tuple[tuple[str, str, Callable[[WorkerState], int]], ...] = (
-    ("files", "open files", lambda s: s.files),
-    ("inet", "network connections", lambda s: s.inet),
-    ("threads", "threads", lambda s: s.threads),
-    ("children", "child processes", lambda s: s.children),
+_HANDLE_KINDS: tuple[tuple[str, str, Callable[[WorkerState], int]], ...] = tuple(
+    (key, label, operator.attrgetter(key)) for key, label in HANDLE_LABELS.items()
 )
 
 
@@ -200,7 +187,7 @@ def check_handles(report: Report) -> list[Finding]:
         idle = [s for s in w.states if s.after_epoch >= 1]
         for key, label, get in _HANDLE_KINDS:
             series = [get(s) for s in idle]
-            if key not in leaks and _growing([float(v) for v in series], 1.0):
+            if key not in leaks and rises_steadily([float(v) for v in series], 1.0):
                 leaks[key] = Finding(
                     id=f"leaked-{key}",
                     severity="warning",

@@ -117,9 +117,18 @@ def rss(pid: int) -> int | None:
             return None
 
 
+# Each kind of handle a worker can leak, as the findings name it.
+HANDLE_LABELS = {
+    "files": "open files",
+    "inet": "network connections",
+    "threads": "threads",
+    "children": "child processes",
+}
+
+
 @dataclass(frozen=True)
 class Handles:
-    """What a process holds that can outlive an epoch."""
+    """What a process holds that can outlive an epoch (fields named as HANDLE_LABELS)."""
 
     # Regular files (not /dev, not shared-memory segments the loader passes).
     files: int

@@ -109,9 +109,13 @@ class TreeSampler(threading.Thread):
         deep_interval_s: float,
         ignore_files: frozenset[str] = frozenset(),
         template_pid: int | None = None,
+        handles_always: bool = False,
     ) -> None:
         super().__init__(name="loaderprof-sampler", daemon=True)
         self.root_pid = root_pid
+        # Read handles in every walk, not only between epochs (`watch`, which
+        # cannot tell a real run's epochs from its pauses while it runs).
+        self.handles_always = handles_always
         self.template_pid = template_pid
         self.interval_s = interval_s
         self.deep_interval_s = max(deep_interval_s, interval_s)
@@ -406,7 +410,8 @@ class _Walker(threading.Thread):
         if pid == owner.root_pid and mem.pss is not None:
             mem = dataclasses.replace(mem, pss=mem.pss + _template_share(owner.template_pid))
         first = pid not in self._handled
-        held = procfs.handles(pid, owner.ignore_files) if owner.between or first else None
+        wanted = owner.between or first or owner.handles_always
+        held = procfs.handles(pid, owner.ignore_files) if wanted else None
         if held is not None:
             self._handled.add(pid)
         parent = owner.latest.get(pid, (0, procfs.ppid(pid) or 0))[1]

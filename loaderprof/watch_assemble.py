@@ -7,12 +7,14 @@ init probe names, and to the epochs it was alive in.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import Stat
 from loaderprof.sampler import Sample
 from loaderprof.watch_results import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
@@ -67,6 +69,38 @@ def _workers(
     )
 
 
+def _with_handles(
+    workers: Sequence[WatchedWorker],
+    epochs: Sequence[WatchedEpoch],
+    samples: Sequence[Sample],
+    t0: int,
+) -> tuple[WatchedWorker, ...]:
+    """Each worker's handles in each pause between its loader's epochs."""
+    gaps = [
+        (t0 + int(a.end_s * NS), t0 + int(b.start_s * NS))
+        for a, b in itertools.pairwise(epochs)
+        if a.end_s is not None
+    ]
+    out = []
+    for w in workers:
+        held = []
+        for lo, hi in gaps:
+            inside = [
+                s
+                for s in samples
+                if s.pid == w.pid
+                and s.handles is not None
+                and lo <= s.t_ns
+                and (s.read_ns or s.t_ns) <= hi
+            ]
+            if inside:
+                h = inside[-1].handles
+                assert h is not None
+                held.append({k: int(getattr(h, k)) for k in HANDLE_LABELS})
+        out.append(dataclasses.replace(w, handles_by_pause=tuple(held)))
+    return tuple(out)
+
+
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
@@ -107,23 +141,35 @@ def _reused(epochs: Sequence[WatchedEpoch], num_workers: int) -> bool | None:
     return None
 
 
-def _idle_uss(
-    epochs: Sequence[WatchedEpoch], pids: set[int], walks: Sequence[list[Sample]], t0: int
-) -> int | None:
-    """The pool's USS between its epochs (the peak of each gap's walks, median)."""
-    held = []
+def _idle_series(
+    epochs: Sequence[WatchedEpoch],
+    pids: set[int],
+    samples: Sequence[Sample],
+    walks: Sequence[list[Sample]],
+    t0: int,
+) -> tuple[list[int], list[int]]:
+    """The pool's USS and RSS in each pause between its epochs: the peak of the pause's
+    whole walks (USS), of its ticks (RSS); pauses without a reading are left out."""
+    uss_by_gap: list[int] = []
+    rss_by_gap: list[int] = []
     for a, b in itertools.pairwise(epochs):
         if a.end_s is None:
             continue
         lo, hi = t0 + int(a.end_s * NS), t0 + int(b.start_s * NS)
-        sums = [
-            sum(s.uss or 0 for s in g if s.pid in pids)
-            for g in walks
-            if all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in g)
-        ]
-        if sums:
-            held.append(max(sums))
-    return int(statistics.median(held)) if held else None
+
+        def inside(g: Sequence[Sample], lo: int = lo, hi: int = hi) -> bool:
+            return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in g)
+
+        uss = [sum(s.uss or 0 for s in g if s.pid in pids) for g in walks if inside(g)]
+        ticks: dict[int, list[Sample]] = defaultdict(list)
+        for s in samples:
+            if s.pid in pids and lo <= s.t_ns <= hi:
+                ticks[s.tick].append(s)
+        rss = [sum(s.rss for s in g) for g in ticks.values()]
+        if uss and rss:
+            uss_by_gap.append(max(uss))
+            rss_by_gap.append(max(rss))
+    return uss_by_gap, rss_by_gap
 
 
 def loaders(
@@ -139,9 +185,11 @@ def loaders(
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)
+        workers = _with_handles(workers, epochs, samples, t0)
         done = [e for e in epochs if e.wall_s is not None]
         startups = [w.startup_s for w in workers if w.startup_s is not None]
         peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
+        idle_uss, idle_rss = _idle_series(epochs, {w.pid for w in workers}, samples, walks, t0)
         out.append(
             WatchedLoader(
                 id=lid,
@@ -167,7 +215,9 @@ def loaders(
                 ),
                 worker_startup_s=Stat.of(startups),
                 peak_worker_uss_bytes=max(peaks) if peaks else None,
-                idle_workers_uss_bytes=_idle_uss(epochs, {w.pid for w in workers}, walks, t0),
+                idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
+                idle_uss_by_epoch=tuple(idle_uss),
+                idle_rss_by_epoch=tuple(idle_rss),
             )
         )
     return tuple(out)
@@ -193,8 +243,12 @@ def pools(found: Sequence[WatchedLoader], t_end_s: float) -> tuple[PoolSpan, ...
 
 
 def peak_worker_processes(samples: Sequence[Sample], worker_pids: set[int]) -> int | None:
+    """The most worker processes alive at once, in the ticker's readings (one quick
+    pass each; a walk can outlast one pool and see the next)."""
     ticks: dict[int, set[int]] = defaultdict(set)
     for s in samples:
+        if s.uss is not None:
+            continue
         if s.pid in worker_pids:
             ticks[s.tick].add(s.pid)
         else:

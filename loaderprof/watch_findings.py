@@ -11,7 +11,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import Finding
+from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
 from loaderprof.units import fmt_bytes
 from loaderprof.watch_results import PoolSpan, WatchedLoader
 
@@ -136,6 +138,71 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
     return out
 
 
+def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """A persistent pool whose memory between epochs grows every epoch (a cache or a
+    leak: new memory, so RSS grows with USS), by `compare`'s growth rule."""
+    out = []
+    for ld in loaders:
+        uss, rss = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch
+        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * (uss[0] if uss else 0))
+        if not ld.persistent_workers or not rises_steadily(uss, step):
+            continue
+        # New memory is new to RSS too (pages copied on a write were already in it):
+        # overall, not step by step (RSS can lag a step behind).
+        if not rss or rss[-1] - rss[0] < 0.25 * (uss[-1] - uss[0]):
+            continue
+        per_epoch = (uss[-1] - uss[0]) / (len(uss) - 1)
+        out.append(
+            Finding(
+                id="memory-grows-every-epoch",
+                severity="warning",
+                title=f"loader {ld.id}'s persistent workers hold more memory after every "
+                f"epoch: {fmt_bytes(per_epoch)} more each time "
+                f"({' → '.join(fmt_bytes(v) for v in uss)} USS)",
+                evidence={
+                    "loader": ld.id,
+                    "site": ld.site,
+                    "uss_by_epoch": list(uss),
+                    "rss_by_epoch": list(rss),
+                    "growth_bytes_per_epoch": int(per_epoch),
+                },
+                fix="bound what each worker keeps across epochs (an LRU cache with a size "
+                "limit, or clear it per epoch); a persistent worker never gets a fresh start",
+            )
+        )
+    return out
+
+
+def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """A persistent worker holding more files, connections, threads or children after
+    every epoch (a leak), by `compare`'s rule."""
+    out: dict[str, Finding] = {}
+    for ld in loaders:
+        if not ld.persistent_workers:
+            continue
+        for w in ld.workers:
+            for key, label in HANDLE_LABELS.items():
+                series = [h[key] for h in w.handles_by_pause]
+                if key in out or not rises_steadily([float(v) for v in series], 1.0):
+                    continue
+                out[key] = Finding(
+                    id=f"leaked-{key}",
+                    severity="warning",
+                    title=f"loader {ld.id}'s persistent worker {w.worker_id} holds more "
+                    f"{label} after every epoch ({' → '.join(map(str, series))})",
+                    evidence={
+                        "loader": ld.id,
+                        "site": ld.site,
+                        "pid": w.pid,
+                        f"{key}_by_epoch": series,
+                    },
+                    fix=f"close what each epoch opens ({label}): use a context manager or "
+                    "open once per worker and reuse it; a persistent worker never gets a "
+                    "fresh start",
+                )
+    return list(out.values())
+
+
 def check_leaked(loaders: Sequence[WatchedLoader], leaked: Sequence[int]) -> list[Finding]:
     """DataLoader workers still alive after the command exited (a helper of its own,
     such as a Manager it never shut down, is in `leaked_pids` but is not a worker)."""
@@ -168,5 +235,7 @@ def find(
         *check_recreated(loaders),
         *check_candidates(loaders),
         *check_idle_pools(loaders, pools),
+        *check_growth(loaders),
+        *check_handles(loaders),
         *check_leaked(loaders, leaked),
     )

@@ -43,6 +43,9 @@ class WatchedWorker:
     exited_s: float | None
     peak_uss_bytes: int | None
     peak_pss_bytes: int | None
+    # What it held (files, inet, threads, children) in each pause between its
+    # loader's epochs, from the last reading inside the pause.
+    handles_by_pause: tuple[Mapping[str, int], ...] = ()
 
     @property
     def startup_s(self) -> float | None:
@@ -77,6 +80,9 @@ class WatchedLoader:
     peak_worker_uss_bytes: int | None
     # USS of its workers between its epochs (persistent pools), median over pauses.
     idle_workers_uss_bytes: int | None
+    # The pool's USS and RSS in each pause between its epochs (the growth check).
+    idle_uss_by_epoch: tuple[int, ...] = ()
+    idle_rss_by_epoch: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,13 @@ def run_watch(
             raise UsageError(f"command not found: {command[0]}") from None
         except PermissionError:
             raise UsageError(f"command is not executable: {command[0]}") from None
-        sampler = TreeSampler(proc.pid, interval_s, uss_interval_s, ignore_files=frozenset({path}))
+        sampler = TreeSampler(
+            proc.pid,
+            interval_s,
+            uss_interval_s,
+            ignore_files=frozenset({path}),
+            handles_always=True,
+        )
         # Walks only when due or when a process appears: the command's own epochs
         # are never paused for the sampler, so it keeps to the deep interval.
         sampler.epoch_started()

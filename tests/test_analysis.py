@@ -321,7 +321,7 @@ def test_assemble_marks_failed_trial_incomplete() -> None:
 
 
 def test_growth_rule_tells_warmup_from_growth() -> None:
-    from loaderprof.findings import _growing
+    from loaderprof.series import rises_steadily as _growing
 
     mib = float(MiB)
     # One-off warm-up, then flat: not growth.
@@ -366,6 +366,10 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         Sample(2, int(2.10 * S), 100, 1, 310, 110, 210),
         Sample(2, int(2.10 * S), 201, 100, 90, 40, 60),
         Sample(2, int(2.10 * S), 202, 100, 90, 45, 65),
+        # A tick of the ticker (RSS only): what counts the worker processes at once.
+        Sample(6, int(2.20 * S), 100, 1, 310, None, None),
+        Sample(6, int(2.20 * S), 201, 100, 90, None, None),
+        Sample(6, int(2.20 * S), 202, 100, 90, None, None),
         # During loaderprof's own collection: a worker's USS jumps; no figure.
         Sample(5, int(2.65 * S), 201, 100, 90, 88, 89),
         # The workers shutting down: only the shutdown figure.
@@ -389,7 +393,7 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
     assert m.shutdown_peak_total_pss_bytes == 220 + 50
     assert m.peak_worker_processes == 2
     main = next(t for t in r.timeline if t.role == "main")
-    assert main.in_window == (False, False, True, False, False)
+    assert main.in_window == (False, False, True, True, False, False)
     w = next(w for w in r.workers if w.pid == 201)
     assert w.peak_rss_bytes == 90
     parts = r.wall_parts

@@ -242,3 +242,41 @@ def test_a_subclass_and_statefuldataloader_are_watched(tmp_path: Path) -> None:
     assert [e["batches"] for e in mine["epochs"]] == [8, 8]
     assert [e["batches"] for e in stateful["epochs"]] == [4, 4]
     assert mine["workers_reused"] is True and stateful["workers_reused"] is True
+
+
+def test_a_persistent_pool_growing_and_leaking_files_every_epoch(tmp_path: Path) -> None:
+    run, report = _watch(
+        tmp_path,
+        """
+        import tempfile
+
+
+        class Caching(Items):
+            cache, files = [], []
+
+            def __getitem__(self, i):
+                self.cache.append(bytes([i % 251]) * (1 << 20))  # 1 MiB a read, kept
+                if i % 16 == 0:
+                    self.files.append(tempfile.TemporaryFile())  # never closed
+                return super().__getitem__(i)
+
+
+        loader = DataLoader(Caching(), batch_size=4, num_workers=2, persistent_workers=True)
+        for epoch in range(4):
+            for batch in loader:
+                pass
+            time.sleep(0.4)  # checkpointing, logging: the pool sits idle
+        """,
+        "--uss-interval",
+        "100",
+    )
+    assert run.returncode == 0, run.stderr
+    (ld,) = report["loaders"]
+    assert len(ld["idle_uss_by_epoch"]) >= 3
+    (finding,) = [f for f in report["findings"] if f["id"] == "memory-grows-every-epoch"]
+    # Each worker reads 16 items an epoch: 2 × 16 MiB more after every epoch.
+    assert finding["evidence"]["growth_bytes_per_epoch"] >= 24 * 1024 * 1024
+    # Worker 0 reads items 0 and 16 and opens a file for each, every epoch.
+    (leak,) = [f for f in report["findings"] if f["id"] == "leaked-files"]
+    series = leak["evidence"]["files_by_epoch"]
+    assert series == sorted(series) and series[-1] - series[0] >= 2 * (len(series) - 1)

@@ -92,3 +92,42 @@ def test_exit_codes_as_a_shell_reports_them() -> None:
         1,
     )
     assert peak_worker_processes([], {1}) is None
+
+
+def test_the_watch_schema_names_every_field() -> None:
+    import dataclasses
+
+    from loaderprof.report.watch_export import load_watch_schema
+    from loaderprof.watch_results import WatchedEpoch, WatchedLoader, WatchedWorker, WatchReport
+
+    schema = load_watch_schema()
+    assert set(schema["properties"]) == {f.name for f in dataclasses.fields(WatchReport)}
+    for cls in (WatchedLoader, WatchedEpoch, WatchedWorker):
+        props = schema["$defs"][cls.__name__]["properties"]
+        assert set(props) == {f.name for f in dataclasses.fields(cls)}, cls.__name__
+
+
+def test_growth_needs_new_memory_and_handles_need_to_rise_every_epoch() -> None:
+    import dataclasses
+
+    from loaderprof.watch_findings import check_growth, check_handles
+
+    evs = [_loader("L1", 0.1, "t.py:3", True), *_epoch("L1", 1.0, 0.1, 0.5, (201,))]
+    (ld,) = loaders(by_kind(evs), [], {}, 0, int(2 * S))
+    mib = 1 << 20
+    grows = dataclasses.replace(
+        ld,
+        idle_uss_by_epoch=(50 * mib, 66 * mib, 82 * mib),
+        idle_rss_by_epoch=(200 * mib, 200 * mib, 230 * mib),
+    )
+    assert [f.id for f in check_growth([grows])] == ["memory-grows-every-epoch"]
+    # USS rising while RSS stays put is pages copied on a write, not new memory.
+    cow = dataclasses.replace(grows, idle_rss_by_epoch=(200 * mib,) * 3)
+    assert check_growth([cow]) == []
+    held = ({"files": 2, "inet": 0, "threads": 3, "children": 0},)
+    rising = tuple({**held[0], "files": n} for n in (2, 4, 6))
+    worker = dataclasses.replace(ld.workers[0], handles_by_pause=rising)
+    (leak,) = check_handles([dataclasses.replace(ld, workers=(worker,))])
+    assert leak.id == "leaked-files" and leak.evidence["files_by_epoch"] == [2, 4, 6]
+    steady = dataclasses.replace(ld.workers[0], handles_by_pause=held * 3)
+    assert check_handles([dataclasses.replace(ld, workers=(steady,))]) == []
