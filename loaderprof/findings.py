@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loaderprof.handle_findings import leaked_handles
 from loaderprof.loader_findings import (
     check_large_pickle,
     check_serial_startup,
@@ -30,7 +31,6 @@ from loaderprof.results import (
     Report,
     TrialResult,
     WorkerResult,
-    WorkerState,
 )
 from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
 from loaderprof.state_findings import check_state
@@ -173,11 +173,6 @@ def check_copy_on_read(report: Report) -> list[Finding]:
     ]
 
 
-_HANDLE_KINDS: tuple[tuple[str, str, Callable[[WorkerState], int]], ...] = tuple(
-    (key, label, operator.attrgetter(key)) for key, label in HANDLE_LABELS.items()
-)
-
-
 def check_handles(report: Report) -> list[Finding]:
     """Handles that grow across epochs (leaks) and those held constantly (state carried)."""
     leaks: dict[str, Finding] = {}
@@ -185,34 +180,31 @@ def check_handles(report: Report) -> list[Finding]:
     for t, w in _persistent_workers(report.arms["persistent"]):
         base = w.states[0]
         idle = [s for s in w.states if s.after_epoch >= 1]
-        for key, label, get in _HANDLE_KINDS:
-            series = [get(s) for s in idle]
+        for key in HANDLE_LABELS:
+            get = operator.attrgetter(key)
+            series = [int(get(s)) for s in idle]
             if key not in leaks and rises_steadily([float(v) for v in series], 1.0):
-                leaks[key] = Finding(
-                    id=f"leaked-{key}",
-                    severity="warning",
-                    arm="persistent",
-                    title=f"persistent worker {w.worker_id} holds more {label} after every "
-                    f"epoch ({' → '.join(map(str, series))})",
-                    evidence={
+                leaks[key] = leaked_handles(
+                    key,
+                    f"persistent worker {w.worker_id}",
+                    series,
+                    {
                         "pid": w.pid,
                         "worker_id": w.worker_id,
                         "trial": t.index,
-                        f"{key}_by_epoch": series,
-                        f"{key}_at_start": get(base),
+                        f"{key}_at_start": int(get(base)),
                     },
-                    fix=f"close what each epoch opens ({label}): use a context manager or open "
-                    "once per worker and reuse it; a persistent worker never gets a fresh start",
+                    arm="persistent",
                 )
             # torch starts its own threads on the first tensor op, so only files,
             # connections and children count as state the Dataset carries.
-            extra = min(series) - get(base) if series else 0
+            extra = min(series) - int(get(base)) if series else 0
             if extra > 0 and key != "threads":
                 carried.setdefault(key, []).append(extra)
     out = list(leaks.values())
     held = {k: max(v) for k, v in carried.items() if k not in leaks}
     if held:
-        labels = {k: label for k, label, _ in _HANDLE_KINDS}
+        labels = HANDLE_LABELS
         text = ", ".join(f"{n} {labels[k]}" for k, n in held.items())
         out.append(
             Finding(

@@ -327,14 +327,21 @@ def _loader_kwargs(
     else:
         recorder = _recording_sampler(dataset, cfg, generator)
         kwargs["sampler"] = recorder
+    kwargs.update(_optional_kwargs(lo))
+    return kwargs, recorder
+
+
+def _optional_kwargs(lo: LoaderOptions) -> dict[str, Any]:
+    """The options passed only when given (torch's defaults otherwise)."""
+    out: dict[str, Any] = {}
     if lo.prefetch_factor is not None:
-        kwargs["prefetch_factor"] = lo.prefetch_factor
+        out["prefetch_factor"] = lo.prefetch_factor
     if lo.mp_context is not None:
-        kwargs["multiprocessing_context"] = lo.mp_context
+        out["multiprocessing_context"] = lo.mp_context
     if lo.in_order is not None:
         _check_in_order(lo)
-        kwargs["in_order"] = lo.in_order
-    return kwargs, recorder
+        out["in_order"] = lo.in_order
+    return out
 
 
 def _check_in_order(lo: LoaderOptions) -> None:
@@ -395,12 +402,7 @@ def _val_loader(path: str, cfg: RunConfig, *, persistent: bool) -> Any:
         "persistent_workers": persistent,
         "generator": generator,
     }
-    if lo.prefetch_factor is not None:
-        kwargs["prefetch_factor"] = lo.prefetch_factor
-    if lo.mp_context is not None:
-        kwargs["multiprocessing_context"] = lo.mp_context
-    if lo.in_order is not None:
-        kwargs["in_order"] = lo.in_order
+    kwargs.update(_optional_kwargs(lo))
     served = dataset if iterable else index_probe(dataset, path)
     cls = _loader_class(lo)
     try:

@@ -11,6 +11,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
+from loaderprof.handle_findings import leaked_handles
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import Finding
 from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
@@ -181,24 +182,15 @@ def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
         if not ld.persistent_workers:
             continue
         for w in ld.workers:
-            for key, label in HANDLE_LABELS.items():
+            for key in HANDLE_LABELS:
                 series = [h[key] for h in w.handles_by_pause]
                 if key in out or not rises_steadily([float(v) for v in series], 1.0):
                     continue
-                out[key] = Finding(
-                    id=f"leaked-{key}",
-                    severity="warning",
-                    title=f"loader {ld.id}'s persistent worker {w.worker_id} holds more "
-                    f"{label} after every epoch ({' → '.join(map(str, series))})",
-                    evidence={
-                        "loader": ld.id,
-                        "site": ld.site,
-                        "pid": w.pid,
-                        f"{key}_by_epoch": series,
-                    },
-                    fix=f"close what each epoch opens ({label}): use a context manager or "
-                    "open once per worker and reuse it; a persistent worker never gets a "
-                    "fresh start",
+                out[key] = leaked_handles(
+                    key,
+                    f"loader {ld.id}'s persistent worker {w.worker_id}",
+                    series,
+                    {"loader": ld.id, "site": ld.site, "pid": w.pid},
                 )
     return list(out.values())
 

@@ -38,10 +38,10 @@ def test_check_finds_exactly_one(
         "4",
         "--mp-context",
         "fork",
-        # Pauses long enough for several sampling ticks each, however slow a tick is
-        # on a busy machine (the state checks read handles and memory in the pauses).
+        # NOTE [sampled pauses]: a pause lasts until the sampler has read it whole, however
+        # slow a walk is on a busy machine; 200 ms leaves room for a few ticks besides.
         "--idle-ms",
-        "400",
+        "200",
         "--json",
         str(out),
     )
