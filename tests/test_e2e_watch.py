@@ -69,6 +69,7 @@ def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
             for batch in val:
                 pass
         """,
+        *("--trace", str(tmp_path / "w.trace.json"), "--markdown", str(tmp_path / "w.md")),
     )
     assert run.returncode == 0, run.stderr
     train, val = report["loaders"]
@@ -83,6 +84,13 @@ def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
     assert report["peak_worker_processes"] == 4
     assert set(_ids(report)) == {"idle-pools"}
     assert "DataLoaders" in run.stdout
+    # The trace: each loader's 3 epochs on its own track, each worker's life on its own.
+    trace = json.loads((tmp_path / "w.trace.json").read_text())["traceEvents"]
+    epochs = [e for e in trace if e.get("cat") == "epoch"]
+    assert len(epochs) == 6 and all(e["dur"] > 0 for e in epochs)
+    lives = {e["pid"] for e in trace if e.get("cat") == "worker"}
+    assert lives == {w["pid"] for ld in report["loaders"] for w in ld["workers"]}
+    assert "| L1 |" in (tmp_path / "w.md").read_text()
 
 
 def test_a_loader_rebuilt_every_epoch_and_the_exit_status(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         ),
         _opt("json_path", Path | None, None, "--json", "Write the JSON report (kind: watch)."),
         _opt("markdown", Path | None, None, "--markdown", "Write a Markdown summary."),
+        _opt("trace", Path | None, None, "--trace", "Write a Chrome trace (ui.perfetto.dev)."),
         _opt(
             "fail_on",
             list[str] | None,
@@ -73,8 +74,8 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.watch_session import watch
 
     gates = _gates(values["fail_on"])
-    json_path, md = values["json_path"], values["markdown"]
-    for path in (json_path, md):
+    json_path, md, trace = values["json_path"], values["markdown"], values["trace"]
+    for path in (json_path, md, trace):
         if path is not None and str(path) != "-":
             check_writable(path)
     err = stderr_console()
@@ -93,6 +94,10 @@ def run(values: dict[str, Any]) -> int:
             write_atomic(json_path, to_json(report))
     if md is not None:
         write_atomic(md, to_markdown(report))
+    if trace is not None:
+        from loaderprof.report.watch_trace import to_watch_trace_json
+
+        write_atomic(trace, to_watch_trace_json(report))
     found = {f.id for f in report.findings}
     hit = [g for g in gates if g in found]
     if report.exit_code == 0 and hit:

@@ -18,11 +18,11 @@ GAP_US = 1_000_000
 MiB = 1024 * 1024
 
 
-def _us(seconds: float) -> float:
+def us(seconds: float) -> float:
     return round(seconds * 1e6, 3)
 
 
-def _span(
+def span(
     name: str,
     pid: int,
     start_s: float,
@@ -37,15 +37,15 @@ def _span(
         "ph": "X",
         "pid": pid,
         "tid": pid,
-        "ts": offset + _us(start_s),
-        "dur": max(0.0, _us(end_s - start_s)),
+        "ts": offset + us(start_s),
+        "dur": max(0.0, us(end_s - start_s)),
     }
     if args:
         ev["args"] = args
     return ev
 
 
-def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
+def meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
     return [
         {
             "name": "process_name",
@@ -70,14 +70,14 @@ def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
 def _trial_events(t: TrialResult, group: str, offset: float, sort: int) -> list[dict[str, Any]]:
     evs: list[dict[str, Any]] = []
     main = t.main_pid
-    evs += _meta(main, f"{group} · main process (pid {main})", sort)
+    evs += meta(main, f"{group} · main process (pid {main})", sort)
     evs.append(
-        _span(f"{group} trial", main, 0.0, t.wall_s, offset, "trial", {"complete": t.complete})
+        span(f"{group} trial", main, 0.0, t.wall_s, offset, "trial", {"complete": t.complete})
     )
     for e in t.epochs:
         end = e.start_s + e.wall_s
         evs.append(
-            _span(
+            span(
                 f"epoch {e.epoch}",
                 main,
                 e.start_s,
@@ -93,7 +93,7 @@ def _trial_events(t: TrialResult, group: str, offset: float, sort: int) -> list[
         )
         if e.first_batch_s is not None:
             evs.append(
-                _span(
+                span(
                     "time to first batch",
                     main,
                     e.start_s,
@@ -111,9 +111,9 @@ def _trial_events(t: TrialResult, group: str, offset: float, sort: int) -> list[
         last = max([b.end_s for b in spans] + [w.ready_s or born])
         died = w.exited_s if w.exited_s is not None and w.exited_s >= last else t.wall_s
         died = max(died, last)
-        evs += _meta(w.pid, f"{group} · worker {w.worker_id} (pid {w.pid})", sort + 1 + i)
+        evs += meta(w.pid, f"{group} · worker {w.worker_id} (pid {w.pid})", sort + 1 + i)
         evs.append(
-            _span(
+            span(
                 f"worker {w.worker_id} alive",
                 w.pid,
                 born,
@@ -124,13 +124,13 @@ def _trial_events(t: TrialResult, group: str, offset: float, sort: int) -> list[
             )
         )
         if w.ready_s is not None:
-            evs.append(_span("start-up", w.pid, born, w.ready_s, offset, "startup"))
+            evs.append(span("start-up", w.pid, born, w.ready_s, offset, "startup"))
         prev_end = w.ready_s if w.ready_s is not None else born
         for b in spans:
             # Keep spans well nested: a batch cannot start before the previous one ended.
             start = max(b.start_s, prev_end)
             end = max(b.end_s, start)
-            evs.append(_span("batch", w.pid, start, end, offset, "batch", {"samples": b.samples}))
+            evs.append(span("batch", w.pid, start, end, offset, "batch", {"samples": b.samples}))
             prev_end = end
     for p in t.timeline:
         for ts, rss, uss in zip(p.t_s, p.rss_bytes, p.uss_bytes, strict=False):
@@ -143,7 +143,7 @@ def _trial_events(t: TrialResult, group: str, offset: float, sort: int) -> list[
                     "ph": "C",
                     "pid": p.pid,
                     "tid": p.pid,
-                    "ts": offset + _us(ts),
+                    "ts": offset + us(ts),
                     "args": args,
                 }
             )
@@ -159,7 +159,7 @@ def to_trace(report: Report) -> dict[str, Any]:
             group = f"{_LABEL[arm_name]} trial {t.index + 1}"
             events += _trial_events(t, group, offset, sort)
             sort += 1 + len(t.workers) + 1
-            offset += _us(t.wall_s) + GAP_US
+            offset += us(t.wall_s) + GAP_US
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
