@@ -51,6 +51,23 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live processes of process group `pgid` (zombies hold no memory: left out)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                rest = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        # State, ppid, pgrp.
+        if len(rest) > 2 and int(rest[2]) == pgid and rest[0] != b"Z":
+            out.append(int(entry))
+    return out
+
+
 def tree(root: int) -> list[int]:
     """`root` and all its descendants, breadth first."""
     seen = [root]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from loaderprof import procfs
 from loaderprof.assemble import assemble_trial
 from loaderprof.config import RunConfig
 from loaderprof.events import EventReader
@@ -94,6 +95,20 @@ def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+# How long a killed trial's processes may take to be gone before the next starts.
+_GONE_WAIT_S = 5.0
+
+
+def _wait_until_gone(pgid: int) -> None:
+    """NOTE [template]: the next trial starts only once every process of this one has
+    exited: a killed process keeps its pages mapped until its exit completes (slow on
+    a busy machine), and any it still shares with the template would be split with
+    the next trial, which the template's share does not account for."""
+    deadline = time.monotonic() + _GONE_WAIT_S
+    while procfs.group_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def _tail(path: Path, limit: int = 2000) -> str:
@@ -211,6 +226,7 @@ def run_trial(
             sampler.stop()
         _kill_group(proc.pid)
         proc.wait()
+        _wait_until_gone(proc.pid)
     for ev in reader.read_new():
         watch.events.append(ev)
         if on_event is not None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # How long workers may outlive the loader: torch's own shutdown has by then given
 # each MP_STATUS_CHECK_INTERVAL (5 s) to join and sent SIGTERM to the rest, so a
 # worker alive this much later ignores SIGTERM or is stuck in the kernel.
-_SHUTDOWN_WAIT_S = 2.0
+_SHUTDOWN_WAIT_S = 1.0
 
 _WORKER_EXC = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
 _WORKER_DIED = re.compile(

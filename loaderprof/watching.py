@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loaderprof import events
+from loaderprof import events, procfs
 from loaderprof.errors import UsageError
 from loaderprof.hook import ENV_EVENTS
 from loaderprof.sampler import Sample, TreeSampler
@@ -57,23 +57,6 @@ def _environment(events_path: str) -> dict[str, str]:
     return env
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live processes of the process group (the command's session)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                rest = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        # State, ppid, pgrp: a zombie holds no memory and is not alive.
-        if int(rest[2]) == pgid and rest[0] != b"Z":
-            out.append(int(entry))
-    return out
-
-
 # multiprocessing's helpers (the resource tracker, the forkserver) exit on their
 # own once the command has: give them this long before counting what is left.
 _SETTLE_S = 0.5
@@ -84,7 +67,7 @@ def _survivors(pgid: int) -> tuple[int, ...]:
     a moment to follow)."""
     deadline = time.monotonic() + _SETTLE_S
     while True:
-        alive = tuple(p for p in _group_members(pgid) if p != pgid)
+        alive = tuple(p for p in procfs.group_members(pgid) if p != pgid)
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
