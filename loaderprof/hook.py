@@ -19,8 +19,10 @@ init probe once.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
+import inspect
 import itertools
 import multiprocessing
 import os
@@ -148,6 +150,9 @@ def _patch(module: Any, path: str) -> None:
 def _wrap_init(cls: type, path: str) -> None:
     original_init = cls.__dict__["__init__"]
 
+    # wraps: code that rebuilds a loader from its __init__ signature (Lightning,
+    # accelerate) must still see DataLoader's parameters.
+    @functools.wraps(original_init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         # Registered by the outermost __init__ only (a subclass's, calling DataLoader's
         # through super()), so the site is where the training script built it.
@@ -163,7 +168,12 @@ def _wrap_init(cls: type, path: str) -> None:
         object.__setattr__(self, "_lp_id", lid)
         events.emit(path, "loader_created", loader=lid, site=_site(), **_describe(self))
         if self.num_workers > 0:
-            self.worker_init_fn = WorkerInitProbe(path, self.worker_init_fn, loader=lid)
+            user_fn = self.worker_init_fn
+            # A loader rebuilt from another (accelerate, Lightning) copies its probe:
+            # wrap the user's function, not the other loader's probe.
+            if isinstance(user_fn, WorkerInitProbe):
+                user_fn = user_fn.user_fn
+            self.worker_init_fn = WorkerInitProbe(path, user_fn, loader=lid)
         _patch_iter(type(self), path)
 
     setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
@@ -176,7 +186,12 @@ def _patch_iter(cls: type, path: str) -> None:
         return
     _patched_iters.add(("_lp_iter", cls))
     original = cls.__dict__["__iter__"]
+    if inspect.isgeneratorfunction(original):
+        # A generator __iter__ (a subclass moving batches to a device) runs its body
+        # only when iterated: the DataLoader.__iter__ it calls then counts the epoch.
+        return
 
+    @functools.wraps(original)
     def __iter__(self: Any) -> Any:
         lid = self.__dict__.get("_lp_id")
         outer = lid is not None and not self.__dict__.get("_lp_in_iter")
@@ -188,9 +203,10 @@ def _patch_iter(cls: type, path: str) -> None:
         finally:
             if outer:
                 object.__setattr__(self, "_lp_in_iter", False)
-        if outer:
-            it.__dict__["_lp_loader"] = lid
-            it.__dict__["_lp_batches"] = 0
+        state = getattr(it, "__dict__", None)
+        if outer and state is not None:
+            state["_lp_loader"] = lid
+            state["_lp_batches"] = 0
             _patch_next(type(it), path)
         return it
 
@@ -208,6 +224,7 @@ def _patch_next(cls: type, path: str) -> None:
     _patched_iters.add(("_lp_next", owner))
     original = owner.__dict__["__next__"]
 
+    @functools.wraps(original)
     def __next__(self: Any) -> Any:
         state = self.__dict__
         lid = state.get("_lp_loader")

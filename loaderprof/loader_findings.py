@@ -22,6 +22,8 @@ MiB = 1024 * 1024
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
 STRAGGLER_RATIO = 1.5
 STRAGGLER_MIN_SHARE = 0.10
+# ... and at least this long: on a tiny epoch a few ms are noise, not a straggler.
+STRAGGLER_MIN_S = 0.05
 # Batches a worker must have produced for its median to count.
 MIN_BATCHES = 3
 # torch's default prefetch_factor.
@@ -32,11 +34,17 @@ def _complete(report: Report) -> list[TrialResult]:
     return [t for arm in report.arms.values() for t in arm.trials if t.epochs]
 
 
+def _train(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
+    """The train loader's workers (NOTE [validation pass]: a --val pool's have their
+    own batch size and worker ids, and are not compared with them)."""
+    return [w for w in workers if w.loader == "train"]
+
+
 def _batch_times(trials: Sequence[TrialResult]) -> dict[int, float]:
     """Each worker id's median batch time: the median over trials of its own median."""
     by_id: dict[int, list[float]] = defaultdict(list)
     for t in trials:
-        for w in t.workers:
+        for w in _train(t.workers):
             if w.median_batch_s is not None and w.batches >= MIN_BATCHES:
                 by_id[w.worker_id].append(w.median_batch_s)
     return {wid: statistics.median(v) for wid, v in by_id.items()}
@@ -86,9 +94,9 @@ def check_straggler(report: Report) -> list[Finding]:
     step_s = float(report.config.get("step_ms") or 0) / 1000
     ordered, unordered = in_order_wait(times, batches, prefetch, step_s)
     saving = ordered - unordered
-    if wall <= 0 or saving < STRAGGLER_MIN_SHARE * wall:
+    if wall <= 0 or saving < max(STRAGGLER_MIN_SHARE * wall, STRAGGLER_MIN_S):
         return []
-    pid = next(w.pid for t in trials for w in t.workers if w.worker_id == slow_id)
+    pid = next(w.pid for t in trials for w in _train(t.workers) if w.worker_id == slow_id)
     return [
         Finding(
             id="straggler",
@@ -155,7 +163,9 @@ def check_threads(report: Report) -> list[Finding]:
     CPUs the process may use; more means they take turns on the cores, each context
     switch evicting the others' caches (12 workers × 16 OpenCV threads, PyTorch
     issue #82219)."""
-    workers = [w for t in _complete(report) for w in t.workers if w.compute_threads is not None]
+    workers = [
+        w for t in _complete(report) for w in _train(t.workers) if w.compute_threads is not None
+    ]
     cpus = report.environment.get("cpus_usable") or report.environment.get("cpu_count")
     if not workers or not cpus:
         return []
@@ -248,7 +258,7 @@ def _cold_waits(trials: Sequence[TrialResult]) -> list[float]:
 
 def check_large_pickle(report: Report) -> list[Finding]:
     trials = _complete(report)
-    workers = [w for t in trials for w in t.workers if w.pickled_bytes is not None]
+    workers = [w for t in trials for w in _train(t.workers) if w.pickled_bytes is not None]
     waits = _cold_waits(trials)
     if not workers or not waits:
         return []
@@ -301,7 +311,7 @@ def check_serial_startup(report: Report) -> list[Finding]:
             # Spawned workers only: what the fix speaks of (a pickle through a pipe).
             starts = [
                 w.started_s
-                for w in t.workers
+                for w in _train(t.workers)
                 if w.pid in new and w.started_s is not None and w.pickled_bytes is not None
             ]
             if len(starts) >= 2 and e.first_batch_s:

@@ -231,7 +231,8 @@ def pools(found: Sequence[WatchedLoader], t_end_s: float) -> tuple[PoolSpan, ...
         groups: dict[tuple[int, ...], list[WatchedWorker]] = {}
         by_pid = {w.pid: w for w in ld.workers}
         for e in ld.epochs:
-            members = tuple(p for p in e.worker_pids if p in by_pid)
+            # The workers this epoch started (an earlier epoch's may still be alive).
+            members = tuple(p for p in e.new_worker_pids if p in by_pid)
             if members and not any(set(members) & set(k) for k in groups):
                 groups[members] = [by_pid[p] for p in members]
         for ws in groups.values():

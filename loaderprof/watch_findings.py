@@ -7,6 +7,7 @@ way to confirm them.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -32,7 +33,15 @@ def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
             by_site[ld.site].append(ld)
     out = []
     for site, group in by_site.items():
+        # Iterated once each, one after another: built to be used once (a helper that
+        # builds train, val and test loaders at one line is not that).
+        group = [ld for ld in group if ld.epochs]
         if len(group) < 2 or any(len(ld.epochs) > 1 for ld in group):
+            continue
+        if any(
+            b.created_s < (a.epochs[-1].end_s or a.epochs[-1].start_s)
+            for a, b in itertools.pairwise(group)
+        ):
             continue
         waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
         wait = statistics.median(waits) if waits else None

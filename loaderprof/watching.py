@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -46,13 +47,17 @@ class WatchRun:
     interrupted_by: int | None
 
 
-def _environment(events_path: str) -> dict[str, str]:
+def _environment(events_path: str, tmp: str) -> dict[str, str]:
+    """The command's environment: a directory holding only the hook's sitecustomize
+    and a link to the loaderprof package, first on PYTHONPATH. Not loaderprof's own
+    site-packages: that would put its torch and numpy before the command's."""
     env = dict(os.environ)
-    package_root = Path(__file__).resolve().parent
-    # The hook's sitecustomize first; loaderprof itself importable by the command's
-    # interpreter (and its spawned workers), whichever environment that is.
-    extra = [str(package_root / "_instrument"), str(package_root.parent)]
-    env["PYTHONPATH"] = os.pathsep.join(extra + [p for p in [env.get("PYTHONPATH")] if p])
+    package = Path(__file__).resolve().parent
+    hook_dir = Path(tmp) / "hook"
+    hook_dir.mkdir()
+    shutil.copyfile(package / "_instrument" / "sitecustomize.py", hook_dir / "sitecustomize.py")
+    (hook_dir / "loaderprof").symlink_to(package, target_is_directory=True)
+    env["PYTHONPATH"] = os.pathsep.join([str(hook_dir), *[p for p in [env.get("PYTHONPATH")] if p]])
     env[ENV_EVENTS] = events_path
     return env
 
@@ -117,7 +122,9 @@ def run_watch(
         path = os.path.join(tmp, "events.jsonl")
         t0 = time.monotonic_ns()
         try:
-            proc = subprocess.Popen(list(command), env=_environment(path), start_new_session=True)
+            proc = subprocess.Popen(
+                list(command), env=_environment(path, tmp), start_new_session=True
+            )
         except FileNotFoundError:
             raise UsageError(f"command not found: {command[0]}") from None
         except PermissionError:
