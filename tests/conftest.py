@@ -62,6 +62,10 @@ class Run:
     def err_lines(self) -> list[str]:
         return [ln for ln in self.stderr.splitlines() if ln.strip()]
 
+    def error_lines(self) -> list[str]:
+        """The one-line errors loaderprof printed (`loaderprof: error: ...`)."""
+        return [ln for ln in self.stderr.splitlines() if ln.startswith("loaderprof: error:")]
+
 
 @pytest.fixture
 def cli() -> Callable[..., Run]:

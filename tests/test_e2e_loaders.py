@@ -74,5 +74,5 @@ def test_a_bad_loader_is_one_line_and_exit_2(loader: list[str], expected: str) -
     run = run_cli(*RUN, *loader)
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr
-    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof: error:")]
+    lines = run.error_lines()
     assert len(lines) == 1 and expected in lines[0], run.stderr

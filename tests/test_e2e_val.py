@@ -77,7 +77,7 @@ def test_a_val_that_is_not_a_dataset_is_one_line_and_exit_2() -> None:
     )
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr
-    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof: error:")]
+    lines = run.error_lines()
     assert len(lines) == 1 and "make_number" in lines[0] and "not a torch Dataset" in lines[0]
 
 

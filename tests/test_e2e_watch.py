@@ -213,7 +213,7 @@ def test_sigint_is_forwarded_and_what_was_measured_is_written(tmp_path: Path) ->
 def test_a_command_not_found_is_one_line_and_exit_2() -> None:
     run = run_cli("watch", "--", "no-such-command-xyz")
     assert run.returncode == 2
-    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof: error:")]
+    lines = run.error_lines()
     assert lines == ["loaderprof: error: command not found: no-such-command-xyz"]
 
 

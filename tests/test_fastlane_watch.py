@@ -131,3 +131,14 @@ def test_growth_needs_new_memory_and_handles_need_to_rise_every_epoch() -> None:
     assert leak.id == "leaked-files" and leak.evidence["files_by_epoch"] == [2, 4, 6]
     steady = dataclasses.replace(ld.workers[0], handles_by_pause=held * 3)
     assert check_handles([dataclasses.replace(ld, workers=(steady,))]) == []
+
+
+def test_watch_sampling_intervals_are_checked_before_the_command_runs() -> None:
+    from loaderprof.commands.watch import check_intervals
+    from loaderprof.errors import UsageError
+
+    check_intervals(50.0, 500.0)
+    with pytest.raises(UsageError, match="--sample-interval 0 ms: use ≥ 5 ms"):
+        check_intervals(0.0, 500.0)
+    with pytest.raises(UsageError, match="--uss-interval 10 ms must be ≥"):
+        check_intervals(50.0, 10.0)

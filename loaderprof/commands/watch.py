@@ -67,6 +67,24 @@ def _gates(fail_on: list[str] | None) -> list[str]:
     return ids
 
 
+# The sampler's shortest honest interval (as `compare` allows), in ms.
+_MIN_INTERVAL_MS = 5.0
+
+
+def check_intervals(sample_ms: float, uss_ms: float) -> None:
+    """A real run is always sampled: an interval too short to read /proc in would
+    spin the sampler on the CPUs the training needs."""
+    if sample_ms < _MIN_INTERVAL_MS:
+        raise UsageError(
+            f"--sample-interval {sample_ms:g} ms: use ≥ {_MIN_INTERVAL_MS:g} ms (each reading "
+            "goes through /proc for every process of the command)"
+        )
+    if uss_ms < sample_ms:
+        raise UsageError(
+            f"--uss-interval {uss_ms:g} ms must be ≥ --sample-interval ({sample_ms:g} ms)"
+        )
+
+
 def run(values: dict[str, Any]) -> int:
     from loaderprof.report.exporters import check_writable, write_atomic
     from loaderprof.report.watch_console import render
@@ -74,6 +92,7 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.watch_session import watch
 
     gates = _gates(values["fail_on"])
+    check_intervals(values["sample_interval"], values["uss_interval"])
     json_path, md, trace = values["json_path"], values["markdown"], values["trace"]
     for path in (json_path, md, trace):
         if path is not None and str(path) != "-":
