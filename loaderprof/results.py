@@ -429,8 +429,8 @@ class Comparison:
     # when one trial's epochs had to stand in; and how many units per arm.
     unit: str | None = None
     steady_epoch_n: int | None = None
-    # The steady-epoch interval's confidence: 0.95, or 1 − 0.05 / looks for an
-    # adaptive plan (NOTE [sequential looks]). The other intervals are 95 %.
+    # The steady-epoch interval's confidence: 0.95, or the level of the look an
+    # adaptive plan stopped at (NOTE [sequential looks]). The other intervals are 95 %.
     confidence: float = 0.95
 
 
@@ -604,7 +604,7 @@ class PlanInfo:
     max_trials: int
     looks_planned: int
     looks_taken: int
-    # The steady-epoch interval's confidence at every look.
+    # The steady-epoch interval's confidence at the look the plan stopped at.
     confidence: float
     settled: bool
     # Why the plan ended, in words.

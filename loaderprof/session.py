@@ -137,11 +137,11 @@ def _adaptive(cfg: RunConfig) -> bool:
     return cfg.adaptive and cfg.world_size == 1
 
 
-def _confidence(cfg: RunConfig) -> float:
-    """NOTE [sequential looks]: α spent evenly over the looks an adaptive plan may take."""
+def _confidence(cfg: RunConfig, per_arm: int) -> float:
+    """NOTE [sequential looks]: the level of the look an adaptive plan took last."""
     if not _adaptive(cfg):
         return CONFIDENCE
-    return look_confidence(len(look_points(cfg.max_trials)))
+    return look_confidence(cfg.max_trials, per_arm)
 
 
 def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
@@ -170,7 +170,7 @@ def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInf
             cfg.fixed_trials,
             1,
             1,
-            _confidence(cfg),
+            _confidence(cfg, per_arm),
             settled,
             f"fixed plan ({why}): {cfg.fixed_trials} trials per arm",
         )
@@ -185,7 +185,14 @@ def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInf
     else:
         stopped = f"stopped after {per_arm} trials per arm, before the plan could settle"
     return PlanInfo(
-        "adaptive", per_arm, cfg.max_trials, len(looks), taken, _confidence(cfg), settled, stopped
+        "adaptive",
+        per_arm,
+        cfg.max_trials,
+        len(looks),
+        taken,
+        _confidence(cfg, per_arm),
+        settled,
+        stopped,
     )
 
 
@@ -254,7 +261,7 @@ def _weigh_arms(
         seed=cfg.seed,
         train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
         memory_budget_bytes=cfg.memory_budget_bytes,
-        confidence=_confidence(cfg),
+        confidence=_confidence(cfg, sum(t.role != "memory" for t in p.trials)),
     )
     cap = cfg.max_trials if _adaptive(cfg) else None
     return (

@@ -16,9 +16,14 @@ says so.
 
 NOTE [sequential looks]: the adaptive plan looks at the data after every A B B A
 block and stops once the interval settles. Each look at level α would inflate
-false decisions, so the α is spent evenly over the looks the plan may take
-(Bonferroni): every look uses α / K, and the chance that any look's interval
-misses the truth stays at most α, wherever the plan stops.
+false decisions, so α is spent over the looks the plan may take with the power
+spending function α·t² (Kim and DeMets, 1987; t = trials so far ÷ the cap): look
+k's interval is at level 1 − (α·t_k² − α·t_(k-1)²). The levels' misses sum to α,
+so by the union bound the chance that any look's interval misses the truth stays
+at most α, wherever the plan stops. Spending little early keeps most of α for the
+last look: at the cap the plan is as sure-footed as a fixed plan of that many
+trials, and a first look at two trials per arm, whose Welch t has few degrees of
+freedom, loses little by the stricter level (its width is set by them).
 """
 
 from __future__ import annotations
@@ -194,6 +199,18 @@ def look_points(max_trials: int) -> list[int]:
     return [*points, max_trials]
 
 
-def look_confidence(looks: int) -> float:
-    """The confidence of each look's interval when α is spent evenly over `looks`."""
-    return 1 - ALPHA / max(1, looks)
+SPENDING_POWER = 2
+
+
+def look_confidences(max_trials: int) -> list[float]:
+    """Each look's interval level (NOTE [sequential looks])."""
+    points = look_points(max_trials)
+    spent = [ALPHA * (k / points[-1]) ** SPENDING_POWER for k in points]
+    return [1 - (b - a) for a, b in zip([0.0, *spent], spent, strict=False)]
+
+
+def look_confidence(max_trials: int, per_arm: int) -> float:
+    """The level of the last look taken with `per_arm` trials per arm (the first
+    look's, the strictest, before it)."""
+    taken = [i for i, k in enumerate(look_points(max_trials)) if k <= per_arm]
+    return look_confidences(max_trials)[taken[-1] if taken else 0]

@@ -38,9 +38,10 @@ def test_a_clear_saving_stops_at_the_first_look_with_the_fixed_plans_verdict() -
     assert report.complete and report.verdict is not None and report.verdict.decided
     fixed = loaderprof.compare(DATASET, epochs=4, trials=6, runner=FakeRunner(0.2, 0.1))
     assert report.recommendation == fixed.recommendation == "enable"
-    # The steady interval is taken at the level each of the three looks spends.
+    # The steady interval is taken at the level the first of three looks spends.
     c = report.comparison
-    assert c is not None and c.confidence == pytest.approx(look_confidence(3))
+    assert c is not None and c.confidence == pytest.approx(look_confidence(6, 2))
+    assert plan.confidence == c.confidence == pytest.approx(1 - 0.05 / 9)
     assert c.unit == "trial" and c.steady_epoch_n == 2
     assert fixed.comparison is not None and fixed.comparison.confidence == pytest.approx(0.95)
 
@@ -66,6 +67,8 @@ def test_a_saving_on_the_min_gain_line_runs_to_the_cap_and_says_it_is_undecided(
     assert verdict is not None and not verdict.decided and verdict.recommendation == "neutral"
     assert "--max-trials 4" in " ".join(verdict.reasons)
     assert report.complete
+    # The last look spends what the first left: 1 − 0.05·(1 − 1/4).
+    assert plan.confidence == pytest.approx(1 - 0.0375)
 
 
 def test_fixed_plan_and_torchrun_do_not_adapt() -> None:

@@ -100,8 +100,15 @@ def test_looks_and_their_confidence() -> None:
     assert stats.look_points(7) == [2, 4, 6, 7]
     assert stats.look_points(2) == [2]
     assert stats.look_points(1) == [1]
-    assert stats.look_confidence(1) == pytest.approx(0.95)
-    assert stats.look_confidence(3) == pytest.approx(1 - 0.05 / 3)
+    # Power spending α·t²: 1/9, 3/9 and 5/9 of α at looks 2, 4, 6 of a cap of 6.
+    assert stats.look_confidences(6) == pytest.approx([1 - 0.05 / 9, 1 - 0.05 / 3, 1 - 0.25 / 9])
+    assert stats.look_confidences(1) == pytest.approx([0.95])
+    assert sum(1 - c for c in stats.look_confidences(7)) == pytest.approx(0.05)
+    assert (
+        stats.look_confidence(6, 2) == stats.look_confidence(6, 3) == stats.look_confidences(6)[0]
+    )
+    assert stats.look_confidence(6, 1) == stats.look_confidences(6)[0]
+    assert stats.look_confidence(6, 6) == stats.look_confidences(6)[2]
 
 
 def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
@@ -109,11 +116,11 @@ def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
     must not decide wrongly more often than α, which looking at α each time would."""
     rng = np.random.default_rng(3)
     looks = stats.look_points(8)
-    spent = stats.look_confidence(len(looks))
+    spent = stats.look_confidences(8)
 
-    def decides(a: np.ndarray, b: np.ndarray, confidence: float) -> bool:
-        for k in looks:
-            res = stats.welch_log_ratio(list(a[:k]), list(b[:k]), confidence)
+    def decides(a: np.ndarray, b: np.ndarray, confidence: list[float]) -> bool:
+        for k, level in zip(looks, confidence, strict=True):
+            res = stats.welch_log_ratio(list(a[:k]), list(b[:k]), level)
             assert res is not None
             if res[0].ci_high < 1.0 or res[0].ci_low > 1.0:
                 return True
@@ -124,7 +131,7 @@ def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
     for _ in range(reps):
         a, b = rng.lognormal(0, 0.1, size=8), rng.lognormal(0, 0.1, size=8)
         false_spent += decides(a, b, spent)
-        false_naive += decides(a, b, 0.95)
+        false_naive += decides(a, b, [0.95] * len(looks))
     assert false_spent / reps <= 0.05 + 0.02
     assert false_naive / reps > false_spent / reps
 
