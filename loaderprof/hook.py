@@ -14,11 +14,17 @@ event channel `compare` uses:
   replaced before its end was abandoned: the parent tells so from the stamps.
 
 The cost is one wrapper call per batch in the main process; workers only run the
-init probe once.
+init probe once. Nothing the hook records may break the program it watches: every
+piece of its bookkeeping is guarded (`_quietly`), and a record it cannot write
+(a full disk) is dropped with one line on stderr.
+
+Loader ids are unique across the command's processes (`<pid>.<n>`: each torchrun
+rank counts from 1); the parent names them L1, L2... in the order they were built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
@@ -38,6 +44,23 @@ _ids = itertools.count(1)
 _patched: set[type] = set()
 # Frames from these directories are not the user's construction site.
 _SKIP = (os.path.dirname(os.path.abspath(__file__)), f"{os.sep}torch{os.sep}")
+
+
+_warned = False
+
+
+def _emit(path: str, ev: str, **fields: Any) -> None:
+    try:
+        events.emit(path, ev, **fields)
+    except Exception as exc:
+        _warn_once(exc)
+
+
+class _QuietProbe(WorkerInitProbe):
+    """compare's worker probe, whose records never fail the user's worker."""
+
+    def _emit(self, ev: str, **fields: Any) -> None:
+        _emit(self.events_path, ev, **fields)
 
 
 def install() -> None:
@@ -164,19 +187,42 @@ def _wrap_init(cls: type, path: str) -> None:
             object.__setattr__(self, "_lp_depth", depth)
         if depth or "_lp_id" in self.__dict__:
             return
-        lid = f"L{next(_ids)}"
-        object.__setattr__(self, "_lp_id", lid)
-        events.emit(path, "loader_created", loader=lid, site=_site(), **_describe(self))
-        if self.num_workers > 0:
-            user_fn = self.worker_init_fn
-            # A loader rebuilt from another (accelerate, Lightning) copies its probe:
-            # wrap the user's function, not the other loader's probe.
-            if isinstance(user_fn, WorkerInitProbe):
-                user_fn = user_fn.user_fn
-            self.worker_init_fn = WorkerInitProbe(path, user_fn, loader=lid)
-        _patch_iter(type(self), path)
+        try:
+            _register(self, path)
+        except Exception as exc:  # the hook's own failure: the program runs on
+            _warn_once(exc)
 
     setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
+
+
+def _register(loader: Any, path: str) -> None:
+    lid = f"{os.getpid()}.{next(_ids)}"
+    object.__setattr__(loader, "_lp_id", lid)
+    rank = os.environ.get("RANK")
+    _emit(
+        path,
+        "loader_created",
+        loader=lid,
+        site=_site(),
+        rank=int(rank) if rank and rank.isdigit() else None,
+        **_describe(loader),
+    )
+    if loader.num_workers > 0:
+        user_fn = loader.worker_init_fn
+        # A loader rebuilt from another (accelerate, Lightning) copies its probe:
+        # wrap the user's function, not the other loader's probe.
+        if isinstance(user_fn, WorkerInitProbe):
+            user_fn = user_fn.user_fn
+        loader.worker_init_fn = _QuietProbe(path, user_fn, loader=lid)
+    _patch_iter(type(loader), path)
+
+
+def _warn_once(exc: BaseException) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"loaderprof watch: a record was lost ({exc}); measuring on\n")
 
 
 def _patch_iter(cls: type, path: str) -> None:
@@ -197,7 +243,7 @@ def _patch_iter(cls: type, path: str) -> None:
         outer = lid is not None and not self.__dict__.get("_lp_in_iter")
         if outer:
             object.__setattr__(self, "_lp_in_iter", True)
-            events.emit(path, "iter_start", loader=lid)
+            _emit(path, "iter_start", loader=lid)
         try:
             it = original(self)
         finally:
@@ -207,7 +253,10 @@ def _patch_iter(cls: type, path: str) -> None:
         if outer and state is not None:
             state["_lp_loader"] = lid
             state["_lp_batches"] = 0
-            _patch_next(type(it), path)
+            try:
+                _patch_next(type(it), path)
+            except Exception as exc:  # an iterator class that cannot be patched
+                _warn_once(exc)
         return it
 
     setattr(cls, "__iter__", __iter__)  # noqa: B010 (a class found at run time)
@@ -235,7 +284,7 @@ def _patch_next(cls: type, path: str) -> None:
             batch = original(self)
         except StopIteration:
             if lid is not None and state.get("_lp_batches") is not None:
-                events.emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
+                _emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
                 state["_lp_batches"] = None
             raise
         finally:
@@ -243,7 +292,7 @@ def _patch_next(cls: type, path: str) -> None:
         if lid is not None and state.get("_lp_batches") is not None:
             state["_lp_batches"] += 1
             if state["_lp_batches"] == 1:
-                events.emit(path, "iter_first_batch", loader=lid)
+                _emit(path, "iter_first_batch", loader=lid)
         return batch
 
     setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)

@@ -9,6 +9,7 @@ processes: the forkserver and the resource tracker are children too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +40,9 @@ _thread_cpu_base: dict[int, int] = {}
 
 
 def _on_exit(path: str, worker_id: int) -> None:
-    events.emit(path, "worker_exit", worker_id=worker_id)
+    # A finalizer's error would only print a traceback into the worker's last words.
+    with contextlib.suppress(OSError):
+        events.emit(path, "worker_exit", worker_id=worker_id)
 
 
 def _started_unpickling() -> None:
@@ -89,8 +92,7 @@ class WorkerInitProbe:
         global _worker_id, _thread_cpu_base
         _worker_id = worker_id
         _thread_cpu_base = _thread_cpu()
-        events.emit(
-            self.events_path,
+        self._emit(
             "worker_init",
             worker_id=worker_id,
             proc_start=process_start_ns(os.getpid()),
@@ -106,7 +108,10 @@ class WorkerInitProbe:
         util.Finalize(None, _on_exit, args=(self.events_path, worker_id), exitpriority=100)
         if self.user_fn is not None:
             self.user_fn(worker_id)
-        events.emit(self.events_path, "worker_ready", worker_id=worker_id)
+        self._emit("worker_ready", worker_id=worker_id)
+
+    def _emit(self, ev: str, **fields: Any) -> None:
+        events.emit(self.events_path, ev, **fields)
 
 
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:

@@ -68,6 +68,15 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
+def state(pid: int) -> str | None:
+    """The process's state letter (R, S, Z...); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
 def tree(root: int) -> list[int]:
     """`root` and all its descendants, breadth first."""
     seen = [root]

@@ -24,8 +24,17 @@ Events = Mapping[str, list[Mapping[str, Any]]]
 
 
 def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The events by kind, in time order, each loader named L1, L2... in the order
+    the command built them (the hook's ids are `<pid>.<n>`, unique across ranks)."""
+    ordered = sorted(events, key=lambda e: e["t"])
+    names: dict[Any, str] = {}
+    for ev in ordered:
+        if ev["ev"] == "loader_created":
+            names.setdefault(ev.get("loader"), f"L{len(names) + 1}")
     out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in sorted(events, key=lambda e: e["t"]):
+    for ev in ordered:
+        if ev.get("loader") in names:
+            ev = {**ev, "loader": names[ev["loader"]]}
         out[ev["ev"]].append(ev)
     return out
 
@@ -194,6 +203,8 @@ def loaders(
             WatchedLoader(
                 id=lid,
                 site=str(ev.get("site")),
+                pid=int(ev["pid"]),
+                rank=ev.get("rank"),
                 cls=str(ev.get("cls")),
                 num_workers=int(ev.get("num_workers") or 0),
                 persistent_workers=bool(ev.get("persistent_workers")),

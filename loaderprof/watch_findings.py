@@ -27,12 +27,13 @@ CANDIDATE_SHARE = 0.05
 def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     """Several loaders built at one site, each iterated about once: the loader is
     rebuilt every epoch, so its workers (persistent or not) are never reused."""
-    by_site: dict[str, list[WatchedLoader]] = defaultdict(list)
+    # Per process: each torchrun rank builds its loaders at the same site.
+    by_site: dict[tuple[int, str], list[WatchedLoader]] = defaultdict(list)
     for ld in loaders:
         if ld.num_workers > 0:
-            by_site[ld.site].append(ld)
+            by_site[(ld.pid, ld.site)].append(ld)
     out = []
-    for site, group in by_site.items():
+    for (_, site), group in by_site.items():
         # Iterated once each, one after another: built to be used once (a helper that
         # builds train, val and test loaders at one line is not that).
         group = [ld for ld in group if ld.epochs]
@@ -115,7 +116,8 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
         overlaps = [
             (other.id, e)
             for other in loaders
-            if other.id != owner.id
+            # Another rank's loader runs beside this one by design.
+            if other.id != owner.id and other.pid == owner.pid
             for e in other.epochs
             if e.end_s is not None
             and pool.start_s < e.start_s

@@ -56,8 +56,12 @@ class WatchedWorker:
 
 @dataclass(frozen=True)
 class WatchedLoader:
+    # L1, L2... in the order the command built them, across all its processes.
     id: str
     site: str
+    # The process that built it, and its torchrun rank (RANK) where it had one.
+    pid: int
+    rank: int | None
     cls: str
     num_workers: int
     persistent_workers: bool

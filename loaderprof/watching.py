@@ -22,13 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof import events, procfs
+from loaderprof.clock import process_start_ns
 from loaderprof.errors import UsageError
 from loaderprof.hook import ENV_EVENTS
 from loaderprof.sampler import Sample, TreeSampler
 
-# After a forwarded SIGINT/SIGTERM, how long the command's tree may take to exit
-# before the rest of it is killed (the tree must be gone within 2 s).
+# After a forwarded signal, how long the command's tree may take to exit: SIGTERM
+# for what is left at _TERM_AFTER_S, SIGKILL at _GRACE_S (the tree must be gone
+# within 2 s).
+_TERM_AFTER_S = 1.0
 _GRACE_S = 1.5
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -67,33 +71,59 @@ def _environment(events_path: str, tmp: str) -> dict[str, str]:
 _SETTLE_S = 0.5
 
 
-def _survivors(pgid: int) -> tuple[int, ...]:
-    """The command's processes still alive once it has exited (and its helpers had
-    a moment to follow)."""
-    deadline = time.monotonic() + _SETTLE_S
-    while True:
-        alive = tuple(p for p in procfs.group_members(pgid) if p != pgid)
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
+class _Tree:
+    """The command's processes: its session's group, and every process the sampler
+    saw in its tree (torchrun's ranks lead sessions of their own), told from a later
+    process that reuses a pid by starting after the command did."""
 
+    def __init__(self, root: int, t0_ns: int, sampler: TreeSampler | None = None) -> None:
+        self.root, self.t0_ns, self.sampler = root, t0_ns, sampler
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    def alive(self) -> list[int]:
+        seen = {s.pid for s in list(self.sampler.samples)} if self.sampler else set()
+        pids = set(procfs.group_members(self.root)) | set(procfs.tree(self.root)) | seen
+        return sorted(p for p in pids if p != os.getpid() and self._ours(p))
+
+    def _ours(self, pid: int) -> bool:
+        started = process_start_ns(pid)
+        # /proc/PID/stat counts clock ticks: a process started with the command may
+        # read up to a tick before the stamp taken just before its Popen.
+        return (
+            started is not None
+            and started >= self.t0_ns - 20_000_000
+            and (procfs.state(pid) not in (None, "Z"))
+        )
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.root, signum)
+        for pid in self.alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signum)
+
+    def survivors(self) -> tuple[int, ...]:
+        """Still alive once the command has exited (and its helpers had a moment)."""
+        deadline = time.monotonic() + _SETTLE_S
+        while True:
+            alive = tuple(p for p in self.alive() if p != self.root)
+            if not alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(0.05)
 
 
 class _Forwarder:
-    """SIGINT/SIGTERM to loaderprof go to the command's whole session instead."""
+    """SIGINT/SIGTERM/SIGHUP to loaderprof go to the command's processes instead.
+    Installed before the command starts: a signal that comes first is forwarded as
+    soon as there is a command to forward it to."""
 
-    def __init__(self, pgid: int) -> None:
-        self.pgid = pgid
+    def __init__(self) -> None:
+        self.tree: _Tree | None = None
         self.signum: int | None = None
         self.at: float | None = None
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _Forwarder:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in _FORWARDED:
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
@@ -101,11 +131,16 @@ class _Forwarder:
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
+    def attach(self, tree: _Tree) -> None:
+        self.tree = tree
+        if self.signum is not None:
+            tree.signal(self.signum)
+
     def _handle(self, signum: int, frame: Any) -> None:
         if self.signum is None:
             self.signum, self.at = signum, time.monotonic()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+        if self.tree is not None:
+            self.tree.signal(signum)
 
 
 def run_watch(
@@ -118,17 +153,10 @@ def run_watch(
     """Run `command` to its end (or until a forwarded signal ends it) and collect."""
     if not command:
         raise UsageError("no command given: loaderprof watch [OPTIONS] -- COMMAND [ARGS...]")
-    with tempfile.TemporaryDirectory(prefix="loaderprof-watch-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="loaderprof-watch-") as tmp, _Forwarder() as fwd:
         path = os.path.join(tmp, "events.jsonl")
         t0 = time.monotonic_ns()
-        try:
-            proc = subprocess.Popen(
-                list(command), env=_environment(path, tmp), start_new_session=True
-            )
-        except FileNotFoundError:
-            raise UsageError(f"command not found: {command[0]}") from None
-        except PermissionError:
-            raise UsageError(f"command is not executable: {command[0]}") from None
+        proc = _start(command, _environment(path, tmp))
         sampler = TreeSampler(
             proc.pid,
             interval_s,
@@ -136,16 +164,20 @@ def run_watch(
             ignore_files=frozenset({path}),
             handles_always=True,
         )
-        # Walks only when due or when a process appears: the command's own epochs
-        # are never paused for the sampler, so it keeps to the deep interval.
-        sampler.epoch_started()
-        sampler.start()
-        with _Forwarder(proc.pid) as fwd:
-            returncode = _wait(proc, fwd, on_tick)
-        t_end = time.monotonic_ns()
-        leaked = _survivors(proc.pid)
-        _kill_group(proc.pid)
-        sampler.stop()
+        tree = _Tree(proc.pid, t0, sampler)
+        fwd.attach(tree)
+        try:
+            # Walks only when due or when a process appears: the command's own epochs
+            # are never paused for the sampler, so it keeps to the deep interval.
+            sampler.epoch_started()
+            sampler.start()
+            returncode = _wait(proc, fwd, tree, on_tick)
+            t_end = time.monotonic_ns()
+            leaked = tree.survivors()
+        finally:
+            # Whatever happened here, nothing of the command outlives loaderprof.
+            tree.signal(signal.SIGKILL)
+            sampler.stop()
         evs = events.EventReader(path).read_new()
     return WatchRun(
         command=tuple(command),
@@ -161,17 +193,37 @@ def run_watch(
     )
 
 
+def _start(command: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    try:
+        # Its own session: one killpg reaches the command and what it forks.
+        return subprocess.Popen(list(command), env=env, start_new_session=True)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise UsageError(f"command is not executable: {command[0]}") from None
+
+
 def _wait(
-    proc: subprocess.Popen[bytes], fwd: _Forwarder, on_tick: Callable[[float], None] | None
+    proc: subprocess.Popen[bytes],
+    fwd: _Forwarder,
+    tree: _Tree,
+    on_tick: Callable[[float], None] | None,
 ) -> int | None:
     start = time.monotonic()
+    termed = False
     while True:
         try:
-            return proc.wait(timeout=0.2)
+            return proc.wait(timeout=0.2 if fwd.at is None else 0.05)
         except subprocess.TimeoutExpired:
             pass
         if on_tick is not None:
             on_tick(time.monotonic() - start)
-        if fwd.at is not None and time.monotonic() - fwd.at > _GRACE_S:
-            _kill_group(proc.pid)
+        if fwd.at is None:
+            continue
+        since = time.monotonic() - fwd.at
+        if since > _GRACE_S:
+            tree.signal(signal.SIGKILL)
             return proc.wait()
+        if since > _TERM_AFTER_S and not termed and fwd.signum != signal.SIGTERM:
+            termed = True
+            tree.signal(signal.SIGTERM)

@@ -142,3 +142,53 @@ def test_watch_sampling_intervals_are_checked_before_the_command_runs() -> None:
         check_intervals(0.0, 500.0)
     with pytest.raises(UsageError, match="--uss-interval 10 ms must be ≥"):
         check_intervals(50.0, 10.0)
+
+
+def test_torchrun_ranks_loaders_stay_apart() -> None:
+    """Each rank's hook counts its loaders from 1: ids carry the pid, the report names
+    them in build order, and one rank's loader never makes another's pool idle."""
+    from rich.console import Console
+
+    from loaderprof.report.watch_console import pools_table
+
+    evs = []
+    for rank, pid in enumerate((100, 500)):
+        ld = _loader(f"{pid}.1", 0.1 + rank * 0.01, "train.py:9", True)
+        evs.append({**ld, "pid": pid, "rank": rank})
+        for k, start in enumerate((1.0, 2.0)):
+            # Rank 1's epochs fall in rank 0's pauses, while rank 0's pool lives on.
+            epoch = _epoch(f"{pid}.1", start + rank * 0.9, 0.2, 0.8, (pid + 1, pid + 2))
+            evs += [
+                {**e, "pid": pid} if str(e["ev"]).startswith("iter_") else e
+                for e in epoch
+                if e["ev"] != "worker_exit" and (k == 0 or not str(e["ev"]).startswith("worker_"))
+            ]
+    found = loaders(by_kind(evs), [], {}, 0, int(4 * S))
+    assert [(ld.id, ld.pid, ld.rank) for ld in found] == [("L1", 100, 0), ("L2", 500, 1)]
+    assert [sorted(w.pid for w in ld.workers) for ld in found] == [[101, 102], [501, 502]]
+    assert all(ld.workers_reused for ld in found)
+    assert find(found, pools(found, 4.0), ()) == ()
+    from loaderprof.watch_results import WatchReport
+
+    report = WatchReport(
+        kind="watch",
+        schema_version=1,
+        tool={},
+        environment={},
+        command=("torchrun", "train.py"),
+        exit_code=0,
+        returncode=0,
+        wall_s=4.0,
+        loaders=found,
+        pools=pools(found, 4.0),
+        peak_worker_processes=4,
+        leaked_pids=(),
+        findings=(),
+        sampler_duty_cycle=None,
+        interrupted=False,
+        warnings=(),
+    )
+    console = Console(width=120, record=True, color_system=None)
+    console.print(pools_table(report))
+    text = console.export_text()
+    assert "train.py:9 (rank 0)" in text and "train.py:9 (rank 1)" in text

@@ -5,6 +5,7 @@ the DataLoader hook, then runs the one the environment had (if any), so a projec
 own sitecustomize still runs. It never lets an error of its own stop the program.
 """
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -16,13 +17,12 @@ try:
 except Exception as exc:  # the user's program runs regardless
     sys.stderr.write(f"loaderprof watch: the DataLoader hook failed to install: {exc}\n")
 
+# The environment's own sitecustomize, imported under its own name as Python would
+# have (a module or a package, source or bytecode), from the path without this one.
 _here = os.path.dirname(os.path.abspath(__file__))
-for _entry in sys.path:
-    if os.path.abspath(_entry or ".") == _here:
-        continue
-    _candidate = os.path.join(_entry or ".", "sitecustomize.py")
-    if os.path.isfile(_candidate):
-        _spec = importlib.util.spec_from_file_location("_chained_sitecustomize", _candidate)
-        if _spec is not None and _spec.loader is not None:
-            _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
-        break
+_path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_spec = importlib.machinery.PathFinder.find_spec("sitecustomize", _path)
+if _spec is not None and _spec.loader is not None:
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["sitecustomize"] = _module
+    _spec.loader.exec_module(_module)

@@ -38,6 +38,13 @@ def _pair(cold: float | None, steady: Stat | None) -> str:
     return f"{text[0]} / {text[1]} {'ms' if ms else 's'}"
 
 
+def _built_at(ld: WatchedLoader, report: WatchReport) -> str:
+    """The site, and which process built it when several did (torchrun's ranks)."""
+    if len({other.pid for other in report.loaders}) < 2:
+        return ld.site
+    return f"{ld.site} (rank {ld.rank})" if ld.rank is not None else f"{ld.site} (pid {ld.pid})"
+
+
 def loaders_table(report: WatchReport) -> Table:
     t = Table(title="DataLoaders", title_justify="left", header_style="bold")
     for col, just in (
@@ -83,7 +90,7 @@ def pools_table(report: WatchReport) -> Table:
     t.add_column("workers", justify="right")
     t.add_column(f"0 … {fmt_seconds(report.wall_s)}")
     scale = _WIDTH / report.wall_s if report.wall_s > 0 else 0
-    site = {ld.id: ld.site for ld in report.loaders}
+    site = {ld.id: _built_at(ld, report) for ld in report.loaders}
     for p in report.pools:
         lo, hi = int(p.start_s * scale), max(int(p.start_s * scale) + 1, int(p.end_s * scale))
         t.add_row(p.loader, site.get(p.loader, "?"), str(p.workers), " " * lo + "━" * (hi - lo))
