@@ -22,6 +22,7 @@ from loaderprof.loader_findings import (
     check_shutdown,
     check_straggler,
     check_threads,
+    copy_on_read_finding,
 )
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import (
@@ -32,16 +33,17 @@ from loaderprof.results import (
     TrialResult,
     WorkerResult,
 )
-from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
+from loaderprof.series import (
+    COW_MAX_RSS_SHARE,
+    GROWTH_MIN_BYTES,
+    GROWTH_MIN_FRACTION,
+    copies_on_read,
+    rises_steadily,
+)
 from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
 
 MiB = 1024 * 1024
-# Copy-on-read: USS rising this much with reading, after the first batch, while
-# RSS stays flat, in a forked worker.
-COW_MIN_BYTES = 16 * MiB
-COW_MIN_FRACTION_OF_RSS = 0.10
-COW_MAX_RSS_SHARE = 0.5
 NEAR_LIMIT = 0.8
 
 
@@ -99,10 +101,6 @@ class _Reading:
     rss_growth_bytes: int
     start_uss_bytes: int
 
-    @property
-    def per_1000_samples(self) -> float:
-        return self.growth_bytes / self.samples_read * 1000
-
 
 def _reading(t: TrialResult, w: WorkerResult) -> _Reading | None:
     """USS growth from the first deep sample after the worker's first batch (its start-up
@@ -138,37 +136,22 @@ def check_copy_on_read(report: Report) -> list[Finding]:
         for t in arm.trials:
             for w in t.workers:
                 r = _reading(t, w)
-                if (
-                    r is not None
-                    and r.growth_bytes
-                    >= max(COW_MIN_BYTES, COW_MIN_FRACTION_OF_RSS * r.start_uss_bytes)
-                    and r.rss_growth_bytes <= COW_MAX_RSS_SHARE * r.growth_bytes
+                if r is not None and copies_on_read(
+                    r.growth_bytes, r.rss_growth_bytes, r.start_uss_bytes
                 ):
                     hits.append((arm.name, w, r))
     if not hits:
         return []
     arm_name, w, r = max(hits, key=lambda h: h[2].growth_bytes)
     return [
-        Finding(
-            id="copy-on-read",
-            severity="warning",
-            arm=None,
-            title=f"forked workers turn shared memory private as they read: "
-            f"{fmt_bytes(r.per_1000_samples)} per 1,000 samples, {fmt_bytes(r.growth_bytes)} "
-            f"over {r.samples_read} samples (RSS rose only {fmt_bytes(r.rss_growth_bytes)})",
-            evidence={
-                "workers_affected": len(hits),
-                "uss_growth_bytes": int(r.growth_bytes),
-                "samples_read": r.samples_read,
-                "uss_bytes_per_1000_samples": int(r.per_1000_samples),
-                "rss_growth_bytes": int(r.rss_growth_bytes),
-                "uss_at_first_batch_bytes": int(r.start_uss_bytes),
-                "pid": w.pid,
-                "arm": arm_name,
-            },
-            fix="keep the dataset's data in numpy arrays or tensors instead of lists/dicts of "
-            "Python objects (whose refcount writes copy every page), or use "
-            "--mp-context spawn/forkserver (PyTorch issue #13246)",
+        copy_on_read_finding(
+            growth=r.growth_bytes,
+            samples_read=r.samples_read,
+            rss_growth=r.rss_growth_bytes,
+            start_uss=r.start_uss_bytes,
+            affected=len(hits),
+            where={"pid": w.pid, "arm": arm_name},
+            spawn_hint="--mp-context spawn/forkserver",
         )
     ]
 

@@ -344,3 +344,38 @@ def check_serial_startup(report: Report) -> list[Finding]:
             "(PyTorch issues #139792, #131931)",
         )
     ]
+
+
+def copy_on_read_finding(
+    *,
+    growth: int,
+    samples_read: int,
+    rss_growth: int,
+    start_uss: int,
+    affected: int,
+    where: dict[str, object],
+    spawn_hint: str,
+) -> Finding:
+    """The copy-on-read finding for compare's trials and watch's loaders alike: the
+    worker that grew most, and how many were affected."""
+    per_1000 = growth / samples_read * 1000 if samples_read else 0.0
+    return Finding(
+        id="copy-on-read",
+        severity="warning",
+        arm=None,
+        title=f"forked workers turn shared memory private as they read: "
+        f"{fmt_bytes(per_1000)} per 1,000 samples, {fmt_bytes(growth)} "
+        f"over {samples_read} samples (RSS rose only {fmt_bytes(rss_growth)})",
+        evidence={
+            "workers_affected": affected,
+            "uss_growth_bytes": int(growth),
+            "samples_read": samples_read,
+            "uss_bytes_per_1000_samples": int(per_1000),
+            "rss_growth_bytes": int(rss_growth),
+            "uss_at_first_batch_bytes": int(start_uss),
+            **where,
+        },
+        fix="keep the dataset's data in numpy arrays or tensors instead of lists/dicts of "
+        f"Python objects (whose refcount writes copy every page), or use {spawn_hint} "
+        "(PyTorch issue #13246)",
+    )

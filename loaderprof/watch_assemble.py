@@ -110,6 +110,54 @@ def _with_handles(
     return tuple(out)
 
 
+def _with_reading(
+    workers: Sequence[WatchedWorker],
+    epochs: Sequence[WatchedEpoch],
+    samples: Sequence[Sample],
+    batch_size: int | None,
+    t0: int,
+) -> tuple[WatchedWorker, ...]:
+    """NOTE [copy-on-read]: each worker's USS and RSS from its first USS reading after
+    its first batch (its start-up copy already paid) to its USS peak, and about how
+    many samples it read in between."""
+    out = []
+    for w in workers:
+        served = [e for e in epochs if w.pid in e.worker_pids and e.first_batch_s is not None]
+        if not served:
+            out.append(w)
+            continue
+        first = served[0].start_s + (served[0].first_batch_s or 0.0)
+        points = sorted(
+            ((s.t_ns - t0) / NS, s.uss, s.rss)
+            for s in samples
+            if s.pid == w.pid and s.uss is not None and (s.t_ns - t0) / NS >= first
+        )
+        if len(points) < 2:
+            out.append(w)
+            continue
+        (a, u0, r0), (b, u1, r1) = points[0], max(points[1:], key=lambda p: p[1] or 0)
+        read = sum(
+            (e.batches or 0)
+            * (batch_size or 1)
+            / max(1, len(e.worker_pids))
+            # The share of the epoch that fell between the two readings.
+            * max(0.0, min(b, e.end_s) - max(a, e.start_s))
+            / (e.end_s - e.start_s)
+            for e in served
+            if e.end_s is not None and e.end_s > e.start_s
+        )
+        out.append(
+            dataclasses.replace(
+                w,
+                read_start_uss_bytes=u0,
+                read_uss_growth_bytes=(u1 or 0) - (u0 or 0),
+                read_rss_growth_bytes=r1 - r0,
+                read_samples=round(read),
+            )
+        )
+    return tuple(out)
+
+
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
@@ -195,6 +243,7 @@ def loaders(
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)
         workers = _with_handles(workers, epochs, samples, t0)
+        workers = _with_reading(workers, epochs, samples, ev.get("batch_size"), t0)
         done = [e for e in epochs if e.wall_s is not None]
         startups = [w.startup_s for w in workers if w.startup_s is not None]
         peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]

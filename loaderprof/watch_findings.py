@@ -13,9 +13,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from loaderprof.handle_findings import leaked_handles
+from loaderprof.loader_findings import copy_on_read_finding
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import Finding
-from loaderprof.series import GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION, rises_steadily
+from loaderprof.series import (
+    GROWTH_MIN_BYTES,
+    GROWTH_MIN_FRACTION,
+    copies_on_read,
+    rises_steadily,
+)
 from loaderprof.units import fmt_bytes
 from loaderprof.watch_results import PoolSpan, WatchedLoader
 
@@ -150,6 +156,35 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
     return out
 
 
+def check_copy_on_read(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """Forked workers whose USS grew with what they read while RSS stayed flat, by
+    `compare`'s rule (NOTE [copy-on-read])."""
+    hits = [
+        (ld, w)
+        for ld in loaders
+        if ld.start_method == "fork"
+        for w in ld.workers
+        if w.read_uss_growth_bytes is not None
+        and copies_on_read(
+            w.read_uss_growth_bytes, w.read_rss_growth_bytes or 0, w.read_start_uss_bytes or 0
+        )
+    ]
+    if not hits:
+        return []
+    ld, w = max(hits, key=lambda h: h[1].read_uss_growth_bytes or 0)
+    return [
+        copy_on_read_finding(
+            growth=w.read_uss_growth_bytes or 0,
+            samples_read=w.read_samples or 0,
+            rss_growth=w.read_rss_growth_bytes or 0,
+            start_uss=w.read_start_uss_bytes or 0,
+            affected=len(hits),
+            where={"pid": w.pid, "loader": ld.id, "site": ld.site},
+            spawn_hint="multiprocessing_context='forkserver' (or 'spawn') on the DataLoader",
+        )
+    ]
+
+
 def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     """A persistent pool whose memory between epochs grows every epoch (a cache or a
     leak: new memory, so RSS grows with USS), by `compare`'s growth rule."""
@@ -239,6 +274,7 @@ def find(
         *check_candidates(loaders),
         *check_idle_pools(loaders, pools),
         *check_growth(loaders),
+        *check_copy_on_read(loaders),
         *check_handles(loaders),
         *check_leaked(loaders, leaked),
     )

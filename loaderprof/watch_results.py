@@ -46,6 +46,13 @@ class WatchedWorker:
     # What it held (files, inet, threads, children) in each pause between its
     # loader's epochs, from the last reading inside the pause.
     handles_by_pause: tuple[Mapping[str, int], ...] = ()
+    # NOTE [copy-on-read]: from its first USS reading after its first batch to its USS
+    # peak: where USS started, how much USS and RSS grew, and about how many samples
+    # it read in between (its share of its loader's batches, pro rata over epochs).
+    read_start_uss_bytes: int | None = None
+    read_uss_growth_bytes: int | None = None
+    read_rss_growth_bytes: int | None = None
+    read_samples: int | None = None
 
     @property
     def startup_s(self) -> float | None:

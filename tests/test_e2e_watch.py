@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, TESTS, run_cli
 from loaderprof.report.watch_export import load_watch_schema
 
 pytestmark = pytest.mark.e2e
@@ -341,3 +341,29 @@ def test_the_hook_never_fails_the_program_it_watches(tmp_path: Path) -> None:
     assert run.stdout.split() == ["64"]
     lost = [ln for ln in run.stderr.splitlines() if ln.startswith("loaderprof watch:")]
     assert len(lost) == 1 and "a record was lost" in lost[0]
+
+
+def test_copy_on_read_in_a_forked_pool(tmp_path: Path) -> None:
+    """A Dataset of millions of Python ints built in the parent: forked workers that
+    read them turn shared pages private (compare's rule, NOTE [copy-on-read])."""
+    run, report = _watch(
+        tmp_path,
+        f"""
+        sys.path.insert(0, {str(TESTS)!r})
+        from lp_findings import PythonObjects
+
+        loader = DataLoader(PythonObjects(), batch_size=4, num_workers=2,
+                            persistent_workers=True, multiprocessing_context="fork")
+        for epoch in range(5):
+            for batch in loader:
+                time.sleep(0.02)
+            time.sleep(0.2)
+        """,
+        "--uss-interval",
+        "100",
+    )
+    assert run.returncode == 0, run.stderr
+    assert _ids(report) == ["copy-on-read"], report["findings"]
+    ev = report["findings"][0]["evidence"]
+    assert ev["loader"] == "L1" and ev["samples_read"] > 0
+    assert ev["uss_growth_bytes"] >= 16 << 20 and ev["rss_growth_bytes"] < ev["uss_growth_bytes"]
