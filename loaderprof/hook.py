@@ -59,8 +59,60 @@ def _emit(path: str, ev: str, **fields: Any) -> None:
 class _QuietProbe(WorkerInitProbe):
     """compare's worker probe, whose records never fail the user's worker."""
 
+    def __call__(self, worker_id: int) -> None:
+        global _worker_loader
+        _worker_loader = self.loader
+        super().__call__(worker_id)
+
     def _emit(self, ev: str, **fields: Any) -> None:
         _emit(self.events_path, ev, **fields)
+
+
+# In a worker: its loader's id (set by its init probe) and the fetchers it has had.
+# torch builds a worker's fetcher as it starts and again at each later epoch of a
+# persistent pool (`_ResumeIteration`): that rebuild is where a persistent worker
+# starts an epoch with the Dataset copy it kept (NOTE [stale worker state]).
+_worker_loader: str | None = None
+_fetchers = 0
+
+
+def _state(path: str, ev: str, dataset: Any, **fields: Any) -> None:
+    """The Dataset's fingerprint as this process sees it, as `compare` takes it."""
+    import time
+
+    from loaderprof.fingerprint import fingerprint, unwrap
+
+    start = time.perf_counter()
+    values, skipped = fingerprint(unwrap(dataset))
+    took = round(time.perf_counter() - start, 6)
+    _emit(path, ev, values=values, skipped=skipped, took_s=took, **fields)
+
+
+def _patch_fetcher(module: Any, path: str) -> None:
+    kinds = module._DatasetKind
+    original = kinds.__dict__["create_fetcher"].__func__
+
+    @functools.wraps(original)
+    def create_fetcher(kind: Any, dataset: Any, *args: Any, **kwargs: Any) -> Any:
+        global _fetchers
+        if _worker_loader is not None:
+            _fetchers += 1
+            if _fetchers > 1:  # a persistent worker's later epoch
+                try:
+                    from loaderprof import probe
+
+                    _state(
+                        path,
+                        "worker_state",
+                        dataset,
+                        loader=_worker_loader,
+                        worker_id=probe._worker_id,
+                    )
+                except Exception as exc:
+                    _warn_once(exc)
+        return original(kind, dataset, *args, **kwargs)
+
+    kinds.create_fetcher = staticmethod(create_fetcher)
 
 
 def install() -> None:
@@ -159,6 +211,10 @@ def _patch(module: Any, path: str) -> None:
     _patched.add(loader_cls)
     _wrap_init(loader_cls, path)
     _patch_iter(loader_cls, path)
+    try:
+        _patch_fetcher(module, path)
+    except Exception as exc:  # another torch's layout: no state check, all else works
+        _warn_once(exc)
 
     def __init_subclass__(cls: type, **kwargs: Any) -> None:
         # A subclass whose __init__ does not call DataLoader's (torchdata's
@@ -244,6 +300,11 @@ def _patch_iter(cls: type, path: str) -> None:
         if outer:
             object.__setattr__(self, "_lp_in_iter", True)
             _emit(path, "iter_start", loader=lid)
+            if self.num_workers > 0 and self.persistent_workers:
+                try:
+                    _state(path, "main_state", self.dataset, loader=lid)
+                except Exception as exc:
+                    _warn_once(exc)
         try:
             it = original(self)
         finally:

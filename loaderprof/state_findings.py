@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loaderprof.results import DatasetState, Finding, Report, TrialResult, Verdict
+from loaderprof.results import DatasetState, Finding, Report, Verdict
 
 STALE_FIX = (
     "keep per-epoch state where the workers see it: in shared memory (a tensor after "
@@ -40,7 +40,7 @@ SHOWN = 60
 
 
 @dataclass(frozen=True)
-class _Stale:
+class Stale:
     attribute: str
     epoch: int
     main_value: str
@@ -56,14 +56,15 @@ def _by_epoch(states: Sequence[DatasetState], role: str) -> dict[int, list[Datas
     return out
 
 
-def _stale_in_trial(t: TrialResult) -> list[_Stale]:
-    """Attributes that changed in the main process and that a worker did not follow."""
-    main = {e: ss[0].values for e, ss in _by_epoch(t.dataset_states, "main").items()}
-    workers = _by_epoch(t.dataset_states, "worker")
+def stale_in(states: Sequence[DatasetState]) -> list[Stale]:
+    """Attributes that changed in the main process and that a worker did not follow
+    (one trial's states, or one watched loader's)."""
+    main = {e: ss[0].values for e, ss in _by_epoch(states, "main").items()}
+    workers = _by_epoch(states, "worker")
     if not main:
         return []
     first = main[min(main)]
-    found: dict[str, _Stale] = {}
+    found: dict[str, Stale] = {}
     for epoch in sorted(main):
         changed = {a for a, v in main[epoch].items() if first.get(a) != v}
         for attr in sorted(changed - set(found)):
@@ -79,7 +80,7 @@ def _stale_in_trial(t: TrialResult) -> list[_Stale]:
                 and w.values[attr] in earlier
             ]
             if behind:
-                found[attr] = _Stale(
+                found[attr] = Stale(
                     attr,
                     epoch,
                     main[epoch][attr],
@@ -96,32 +97,34 @@ def check_stale_worker_state(report: Report) -> list[Finding]:
     for arm in report.arms.values():
         if not arm.persistent:
             continue
-        stale = next((s for t in arm.trials if (s := _stale_in_trial(t))), [])
-        if not stale:
-            continue
-        first = min(stale, key=lambda s: (s.epoch, s.attribute))
-        names = ", ".join(f"`{s.attribute}`" for s in stale)
-        out.append(
-            Finding(
-                id="stale-worker-state",
-                severity="warning",
-                arm=arm.name,
-                title=f"workers never see {names} change: from epoch {first.epoch} the main "
-                f"process has {first.attribute}={_short(first.main_value)}, its workers still "
-                f"{_short(first.worker_value)}",
-                evidence={
-                    "attribute": first.attribute,
-                    "attributes": [s.attribute for s in stale],
-                    "epoch": first.epoch,
-                    "main_value": _short(first.main_value),
-                    "worker_value": _short(first.worker_value),
-                    "workers": list(first.workers),
-                    "arm": arm.name,
-                },
-                fix=STALE_FIX,
-            )
-        )
+        stale = next((s for t in arm.trials if (s := stale_in(t.dataset_states))), [])
+        if stale:
+            out.append(stale_finding(stale, {"arm": arm.name}, arm=arm.name))
     return out
+
+
+def stale_finding(stale: Sequence[Stale], where: dict[str, str], arm: str | None) -> Finding:
+    """The stale-worker-state finding for compare's persistent arm and watch's loaders."""
+    first = min(stale, key=lambda s: (s.epoch, s.attribute))
+    names = ", ".join(f"`{s.attribute}`" for s in stale)
+    return Finding(
+        id="stale-worker-state",
+        severity="warning",
+        arm=arm,
+        title=f"workers never see {names} change: from epoch {first.epoch} the main "
+        f"process has {first.attribute}={_short(first.main_value)}, its workers still "
+        f"{_short(first.worker_value)}",
+        evidence={
+            "attribute": first.attribute,
+            "attributes": [s.attribute for s in stale],
+            "epoch": first.epoch,
+            "main_value": _short(first.main_value),
+            "worker_value": _short(first.worker_value),
+            "workers": list(first.workers),
+            **where,
+        },
+        fix=STALE_FIX,
+    )
 
 
 def _rng_attrs(states: Sequence[DatasetState]) -> list[str]:

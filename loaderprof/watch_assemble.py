@@ -7,6 +7,7 @@ init probe names, and to the epochs it was alive in.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import statistics
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loaderprof.procfs import HANDLE_LABELS
-from loaderprof.results import Stat
+from loaderprof.results import DatasetState, Stat
 from loaderprof.sampler import Sample
 from loaderprof.watch_results import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
 
@@ -187,6 +188,27 @@ def _epochs(
     return tuple(out)
 
 
+def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
+    """NOTE [stale worker state]: the Dataset's fingerprints, the main process's at
+    each `iter()` of a persistent loader and each worker's as its pool resumed, each
+    in the epoch whose `iter()` came last before it."""
+    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+    return tuple(
+        DatasetState(
+            epoch=bisect.bisect_right(starts, ev["t"]),
+            role="main" if kind == "main_state" else "worker",
+            pid=int(ev["pid"]),
+            worker_id=ev.get("worker_id"),
+            values=dict(ev.get("values") or {}),
+            skipped=tuple(ev.get("skipped") or ()),
+            took_s=ev.get("took_s"),
+        )
+        for kind in ("main_state", "worker_state")
+        for ev in evs.get(kind, [])
+        if ev.get("loader") == lid and bisect.bisect_right(starts, ev["t"]) > 0
+    )
+
+
 def _reused(epochs: Sequence[WatchedEpoch], num_workers: int) -> bool | None:
     later = [e for e in epochs[1:] if e.end_s is not None]
     if num_workers == 0 or not later:
@@ -278,6 +300,7 @@ def loaders(
                 idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
                 idle_uss_by_epoch=tuple(idle_uss),
                 idle_rss_by_epoch=tuple(idle_rss),
+                dataset_states=_states(evs, lid),
             )
         )
     return tuple(out)

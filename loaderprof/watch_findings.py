@@ -22,6 +22,7 @@ from loaderprof.series import (
     copies_on_read,
     rises_steadily,
 )
+from loaderprof.state_findings import stale_finding, stale_in
 from loaderprof.units import fmt_bytes
 from loaderprof.watch_results import PoolSpan, WatchedLoader
 
@@ -185,6 +186,16 @@ def check_copy_on_read(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     ]
 
 
+def check_stale(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """A persistent loader's workers holding a Dataset attribute the main process has
+    since changed, by `compare`'s rule (NOTE [stale worker state])."""
+    return [
+        stale_finding(stale, {"loader": ld.id, "site": ld.site}, arm=None)
+        for ld in loaders
+        if ld.persistent_workers and (stale := stale_in(ld.dataset_states))
+    ]
+
+
 def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     """A persistent pool whose memory between epochs grows every epoch (a cache or a
     leak: new memory, so RSS grows with USS), by `compare`'s growth rule."""
@@ -275,6 +286,7 @@ def find(
         *check_idle_pools(loaders, pools),
         *check_growth(loaders),
         *check_copy_on_read(loaders),
+        *check_stale(loaders),
         *check_handles(loaders),
         *check_leaked(loaders, leaked),
     )

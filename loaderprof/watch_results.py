@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loaderprof.results import Finding, Stat
+from loaderprof.results import DatasetState, Finding, Stat
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,9 @@ class WatchedLoader:
     # The pool's USS and RSS in each pause between its epochs (the growth check).
     idle_uss_by_epoch: tuple[int, ...] = ()
     idle_rss_by_epoch: tuple[int, ...] = ()
+    # NOTE [stale worker state]: a persistent loader's Dataset as the main process saw
+    # it at each iter() and each worker at each later epoch of its pool.
+    dataset_states: tuple[DatasetState, ...] = ()
 
 
 @dataclass(frozen=True)

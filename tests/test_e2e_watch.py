@@ -367,3 +367,48 @@ def test_copy_on_read_in_a_forked_pool(tmp_path: Path) -> None:
     ev = report["findings"][0]["evidence"]
     assert ev["loader"] == "L1" and ev["samples_read"] > 0
     assert ev["uss_growth_bytes"] >= 16 << 20 and ev["rss_growth_bytes"] < ev["uss_growth_bytes"]
+
+
+def test_stale_worker_state_under_forkserver(tmp_path: Path) -> None:
+    """set_epoch on the main process's Dataset never reaches a persistent pool's
+    copies (compare's rule, NOTE [stale worker state]); here under forkserver."""
+    run, report = _watch(
+        tmp_path,
+        """
+        class Epoched(Items):
+            def __init__(self):
+                super().__init__()
+                self.epoch = 0
+
+            def set_epoch(self, epoch):
+                self.epoch = epoch
+
+
+        if __name__ == "__main__":
+            ds = Epoched()
+            loader = DataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True,
+                                multiprocessing_context="forkserver")
+            for epoch in range(3):
+                ds.set_epoch(epoch)
+                for batch in loader:
+                    pass
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    (ld,) = report["loaders"]
+    assert ld["start_method"] == "forkserver" and ld["workers_reused"] is True
+    assert _ids(report) == ["stale-worker-state"], report["findings"]
+    ev = report["findings"][0]["evidence"]
+    assert (ev["attribute"], ev["epoch"], ev["main_value"], ev["worker_value"]) == (
+        "epoch",
+        2,
+        "1",
+        "0",
+    )
+    assert sorted(ev["workers"]) == [0, 1] and ev["loader"] == "L1"
+    # The main process at each of 3 epochs; each worker at epochs 2 and 3.
+    roles = [(s["role"], s["epoch"]) for s in ld["dataset_states"]]
+    assert (
+        sorted(roles)
+        == [("main", 1), ("main", 2), ("main", 3)] + [("worker", 2)] * 2 + [("worker", 3)] * 2
+    )

@@ -12,8 +12,7 @@ from loaderprof.errors import UsageError
 from loaderprof.fingerprint import describe, fingerprint
 from loaderprof.gates import evaluate, parse_gate
 from loaderprof.results import DatasetState, Finding, Verdict
-from loaderprof.state_findings import _stale_in_trial, weigh
-from test_analysis import _trial
+from loaderprof.state_findings import stale_in, weigh
 
 
 class _Holder:
@@ -65,14 +64,6 @@ def _state(epoch: int, role: str, values: dict[str, str], wid: int | None = None
     return DatasetState(epoch, role, 100 if role == "main" else 200 + (wid or 0), wid, values)  # type: ignore[arg-type]
 
 
-def _with_states(states: list[DatasetState]) -> object:
-    import dataclasses
-
-    return dataclasses.replace(
-        _trial("persistent", [1.0, 1.0, 1.0], idle=None, reused=True), dataset_states=tuple(states)
-    )
-
-
 def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> None:
     states = [
         _state(1, "main", {"epoch": "0", "cache": "None"}),
@@ -81,7 +72,7 @@ def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> No
         _state(1, "worker", {"epoch": "0", "cache": "None"}, 0),
         _state(2, "worker", {"epoch": "0", "cache": "dict#ab"}, 0),
     ]
-    (stale,) = _stale_in_trial(_with_states(states))  # type: ignore[arg-type]
+    (stale,) = stale_in(states)
     assert (stale.attribute, stale.epoch, stale.main_value, stale.worker_value) == (
         "epoch",
         2,
@@ -89,7 +80,7 @@ def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> No
         "0",
     )
     followed = [*states[:3], _state(2, "worker", {"epoch": "1"}, 0)]
-    assert _stale_in_trial(_with_states(followed)) == []  # type: ignore[arg-type]
+    assert stale_in(followed) == []
     # The main process reseeds in set_epoch, the worker in worker_init_fn: the worker's
     # value never was the main's, so it is its own state, not stale.
     reseeded = [
@@ -98,7 +89,7 @@ def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> No
         _state(1, "worker", {"rng": "rng:w1"}, 0),
         _state(2, "worker", {"rng": "rng:w2"}, 0),
     ]
-    assert _stale_in_trial(_with_states(reseeded)) == []  # type: ignore[arg-type]
+    assert stale_in(reseeded) == []
 
 
 def _finding(fid: str, arm: str | None) -> Finding:
