@@ -2,15 +2,20 @@
 
 A tiny training script (a persistent train loader and a validation loader, 2 workers
 each, CPU work per item and a simulated step per batch) runs alternately bare and
-under `loaderprof watch`, in interleaved rounds. Two ratios, watched ÷ bare, medians
-over rounds with a seeded bootstrap 95 % interval:
+under `loaderprof watch`, in interleaved rounds (which goes first alternates). Three
+ratios, watched ÷ bare, each the median of the rounds' own ratios (a round's two
+runs sit side by side, so slow drift of a noisy machine cancels), with a seeded
+bootstrap 95 % interval over rounds:
 
 1. training wall: the script's own clock from before its first DataLoader to the end
    of its last epoch (what the hook and the sampler cost the training itself);
-2. command wall: the whole process from outside, and for `watch` the CLI's own
-   start-up and report as well.
+2. script wall: the command's whole life, from its start to its exit (for `watch`
+   the report's `wall_s`, taken around the command's process; bare, from outside);
+3. invocation wall: the whole `loaderprof watch` process from outside, its own
+   start-up and report included.
 
-    python benchmarks/watch_overhead.py --rounds 6 --out benchmarks/results/watch_overhead.json
+    python benchmarks/watch_overhead.py --rounds 10 --epochs 8 \\
+        --out benchmarks/results/watch_overhead.json
 """
 
 from __future__ import annotations
@@ -53,22 +58,21 @@ if __name__ == "__main__":
 """
 
 
-def _run(cmd: list[str]) -> tuple[float, float]:
+def _run(cmd: list[str], report: Path | None = None) -> tuple[float, float, float]:
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     total = time.monotonic() - start
     line = next(ln for ln in out.splitlines() if ln.startswith("TRAIN_WALL"))
-    return float(line.split()[1]), total
+    script = json.loads(report.read_text())["wall_s"] if report else total
+    return float(line.split()[1]), script, total
 
 
-def _ratio(a: list[float], b: list[float], seed: int = 0) -> dict[str, float]:
+def _paired(watched: list[float], bare: list[float], seed: int = 0) -> dict[str, float]:
+    """The median of the rounds' ratios and its bootstrap interval over rounds."""
+    ratios = [w / b for w, b in zip(watched, bare, strict=True)]
     rng = random.Random(seed)
-    point = statistics.median(a) / statistics.median(b)
-    boots = sorted(
-        statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
-        for _ in range(2000)
-    )
-    return {"ratio": point, "ci_low": boots[50], "ci_high": boots[1949]}
+    boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+    return {"ratio": statistics.median(ratios), "ci_low": boots[50], "ci_high": boots[1949]}
 
 
 def main() -> None:
@@ -80,22 +84,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "train.py"
         script.write_text(SCRIPT)
+        report = Path(tmp) / "watch.json"
         bare_cmd = [sys.executable, str(script), str(args.epochs)]
-        watch_cmd = [sys.executable, "-m", "loaderprof", "watch", "--", *bare_cmd]
-        runs: dict[str, list[tuple[float, float]]] = {"bare": [], "watch": []}
+        watch_cmd = [sys.executable, "-m", "loaderprof", "watch", "--json", str(report), "--"]
+        runs: dict[str, list[tuple[float, float, float]]] = {"bare": [], "watch": []}
         for r in range(args.rounds):
             order = ["bare", "watch"] if r % 2 == 0 else ["watch", "bare"]
             for name in order:
-                runs[name].append(_run(bare_cmd if name == "bare" else watch_cmd))
+                if name == "bare":
+                    runs[name].append(_run(bare_cmd))
+                else:
+                    runs[name].append(_run([*watch_cmd, *bare_cmd], report))
                 print(name, runs[name][-1], file=sys.stderr)
-    result = {
-        "rounds": args.rounds,
-        "epochs": args.epochs,
-        "training_wall_s": {k: [t for t, _ in v] for k, v in runs.items()},
-        "command_wall_s": {k: [c for _, c in v] for k, v in runs.items()},
-        "training_wall_ratio": _ratio([t for t, _ in runs["watch"]], [t for t, _ in runs["bare"]]),
-        "command_wall_ratio": _ratio([c for _, c in runs["watch"]], [c for _, c in runs["bare"]]),
-    }
+    result: dict[str, object] = {"rounds": args.rounds, "epochs": args.epochs}
+    for i, figure in enumerate(("training_wall", "script_wall", "invocation_wall")):
+        values = {k: [run[i] for run in v] for k, v in runs.items()}
+        result[f"{figure}_s"] = values
+        result[f"{figure}_ratio"] = _paired(values["watch"], values["bare"])
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
