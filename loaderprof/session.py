@@ -48,6 +48,8 @@ def build_report(
     complete = not errors and not interrupted and _ran_as_planned(cfg, arms)
     comparison = verdict = projection = None
     warnings: list[str] = []
+    # Last: the one-screen output shows only the first few (NOTE [one screen]).
+    noise: list[str] = []
     for t in trials:
         warnings.extend(w for w in t.warnings if w not in warnings)
     if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
@@ -57,7 +59,7 @@ def build_report(
         if projection is not None:
             warnings.extend(_short_epoch_warnings(cfg))
         for name, arm in arms.items():
-            warnings.extend(analysis.noise_warnings(name, arm.summary))
+            noise.extend(analysis.noise_warnings(name, arm.summary))
         if p.summary.workers_reused is False or p.summary.workers_reused is None:
             warnings.append("persistent arm did not keep the same worker PIDs across epochs")
         if n.summary.workers_reused is not False:
@@ -85,7 +87,7 @@ def build_report(
         comparison=comparison,
         verdict=verdict,
         complete=complete,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *noise),
         errors=errors,
         created=created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         wall_s=wall_s,

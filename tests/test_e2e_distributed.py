@@ -60,7 +60,7 @@ def test_two_ranks_under_torchrun(tmp_path: Path) -> None:
     assert not leftover_processes()
     # Only rank 0 prints and writes.
     assert proc.stdout.count("Ranks (2)") == 1
-    assert proc.stdout.count("workers reused") == 1
+    assert proc.stdout.count("steady epoch (2..N)") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.md"]
     report = json.loads(out.read_text())
     d = report["distributed"]

@@ -74,10 +74,12 @@ def test_a_one_time_start_up_copy_is_not_copy_on_read(tmp_path: Path) -> None:
         "fork",
         "--json",
         str(out),
+        "-v",
     )
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     assert report["findings"] == []
+    # -v names the checks that ran.
     assert "no findings" in run.stdout and "copy-on-read" in run.stdout
     # The copy is there, and shown as what starting cost each worker.
     workers = [w for t in report["arms"]["persistent"]["trials"] for w in t["workers"]]

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from loaderprof.report.rows import (
-    CAPTION,
+    ARM_SHORT,
     REUSED,
+    SummaryRow,
+    caption,
+    fmt_ratio,
     fmt_stat,
+    interval_text,
     loader_text,
     plan_text,
     summary_rows,
 )
-from loaderprof.results import ARM_LABEL, ArmResult, Finding, Report
+from loaderprof.results import ARM_LABEL, ArmResult, Finding, Report, Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
 
 VERDICT_STYLE = {"enable": "bold green", "keep_off": "bold red", "neutral": "bold yellow"}
@@ -57,7 +63,7 @@ def summary_table(report: Report) -> Table:
             row.compared,
             style=row.emphasis or None,
         )
-    t.caption = CAPTION
+    t.caption = caption(report)
     return t
 
 
@@ -68,7 +74,7 @@ def epochs_table(report: Report) -> Table:
         header_style="bold",
     )
     t.add_column("epoch", justify="right")
-    for label in ("persist.", "non-pers."):
+    for label in ARM_SHORT.values():
         t.add_column(label, justify="right")
         t.add_column("1st batch", justify="right")
         t.add_column("worker PIDs", overflow="fold", min_width=9)
@@ -173,41 +179,22 @@ def verdict_panel(report: Report) -> RenderableType:
 
 
 def render(report: Report, *, verbose: bool = False) -> RenderableType:
-    parts: list[RenderableType] = [
-        summary_table(report),
-        epochs_table(report),
-        lifelines_table(report),
-        *distributed_tables(report),
-    ]
+    """NOTE [one screen]: the brief layout by default, everything with `verbose`."""
+    parts: list[RenderableType] = (
+        [summary_table(report), epochs_table(report), lifelines_table(report)]
+        if verbose
+        else [Text(_title(report)), brief_summary_table(report), brief_lifelines(report)]
+    )
+    parts += distributed_tables(report)
     if verbose:
         parts.append(workers_table(report))
     if report.projection is not None:
         parts.append(projection_text(report))
     parts.append(verdict_panel(report))
-    if report.findings:
-        parts.append(findings_panel(report.findings))
-    elif any(t.epochs for arm in report.arms.values() for t in arm.trials):
-        from loaderprof.findings import checks_run
-
-        ran = checks_run(report)
-        parts.append(
-            Text(f"lifecycle checks: no findings ({', '.join(ran)})", style="green")
-            if ran
-            else Text("lifecycle checks: none had the data to run", style="yellow")
-        )
+    parts += _checks(report, verbose)
     if report.gates:
         parts.append(gates_table(report))
-    if report.baseline is not None and report.baseline.differences:
-        parts.append(
-            Text(
-                "warning: the environment differs from the baseline, so timing gates "
-                "may not transfer (memory gates still apply): "
-                + "; ".join(report.baseline.differences),
-                style="yellow",
-            )
-        )
-    for w in report.warnings:
-        parts.append(Text(f"warning: {w}", style="yellow"))
+    parts += _warnings(report, verbose)
     if not report.complete:
         parts.append(
             Text(
@@ -219,6 +206,131 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     for e in report.errors:
         parts.append(Text(f"error: {e.message}", style="red"))
     return Group(*parts)
+
+
+def _checks(report: Report, verbose: bool) -> list[RenderableType]:
+    if report.findings:
+        return [findings_panel(report.findings) if verbose else brief_findings(report.findings)]
+    if not any(t.epochs for arm in report.arms.values() for t in arm.trials):
+        return []
+    from loaderprof.findings import checks_run
+
+    ran = checks_run(report)
+    if not ran:
+        return [Text("lifecycle checks: none had the data to run", style="yellow")]
+    names = ", ".join(ran) if verbose else f"{len(ran)} checks ran; -v names them"
+    return [Text(f"lifecycle checks: no findings ({names})", style="green")]
+
+
+def _warnings(report: Report, verbose: bool) -> list[RenderableType]:
+    lines = [f"warning: {w}" for w in report.warnings]
+    if report.baseline is not None and report.baseline.differences:
+        lines.insert(
+            0,
+            "warning: the environment differs from the baseline, so timing gates may not "
+            "transfer (memory gates still apply): " + "; ".join(report.baseline.differences),
+        )
+    shown = lines if verbose else lines[:BRIEF_WARNINGS]
+    out: list[RenderableType] = [Text(line, style="yellow") for line in shown]
+    if len(lines) > len(shown):
+        out.append(Text(f"… {len(lines) - len(shown)} more warning(s) (-v)", style="yellow"))
+    return out
+
+
+# NOTE [one screen]: what `compare`, `check` and `report` print by default: the
+# header, one summary table whose cells never wrap at 80 columns (one unit per row,
+# the spread in the same unit), the lifelines in a line per arm, the verdict, the
+# findings without their evidence, and at most three warnings. -v prints it all.
+BRIEF_WARNINGS = 3
+_TIME_UNITS = ((1e-3, "µs", 1e6), (1.0, "ms", 1e3), (120.0, "s", 1.0), (math.inf, "min", 1 / 60))
+_BYTE_UNITS = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
+
+
+def _row_unit(row: SummaryRow) -> tuple[str, float]:
+    return _unit(row.kind, row.stats or ())
+
+
+def _unit(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
+    """The unit these figures read best in, and the factor to it."""
+    values = [abs(v) for st in stats if st is not None for v in (st.median, st.iqr / 2)]
+    top = max(values, default=0.0)
+    if kind == "time":
+        return next((name, k) for limit, name, k in _TIME_UNITS if top < limit)
+    if kind == "bytes":
+        name, size = next(((n, b) for n, b in reversed(_BYTE_UNITS) if top >= b), _BYTE_UNITS[0])
+        return name, 1 / size
+    return ("k/s", 1e-3) if top >= 10_000 else ("/s", 1.0)
+
+
+def _num(v: float) -> str:
+    a = abs(v)
+    if a == 0:
+        return "0"
+    return f"{v:,.0f}" if a >= 100 else (f"{v:.1f}" if a >= 1 else f"{v:.2f}")
+
+
+def _cell(stat: Stat | None, k: float) -> str:
+    if stat is None:
+        return "–"
+    spread = "" if stat.n == 1 else f" ±{_num(stat.iqr / 2 * k)}"
+    return f"{_num(stat.median * k)}{spread}"
+
+
+def _compared(row: SummaryRow, k: float) -> str:
+    if row.kind == "time":
+        return fmt_ratio(row.ratio) if row.ratio else row.compared
+    a, b = row.stats or (None, None)
+    if row.kind != "bytes" or a is None or b is None:
+        return ""
+    d = (a.median - b.median) * k
+    return "±0" if d == 0 else f"{'+' if d > 0 else '−'}{_num(abs(d))}"
+
+
+def brief_summary_table(report: Report) -> Table:
+    """The summary's rows that carry figures, each in its own unit, never wrapped."""
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("")
+    t.add_column("")
+    for label in ARM_SHORT.values():
+        t.add_column(label, justify="right", no_wrap=True)
+    t.add_column("ratio or Δ", justify="right", style="italic", no_wrap=True)
+    for row in summary_rows(report):
+        if not row.brief or not row.stats or not row.kind:
+            continue
+        unit, k = _row_unit(row)
+        t.add_row(
+            row.label,
+            unit,
+            _cell(row.stats[0], k),
+            _cell(row.stats[1], k),
+            _compared(row, k),
+            style=row.emphasis or None,
+        )
+    t.caption = f"median ± half IQR · {interval_text(report)} · -v: n, epochs, RSS"
+    return t
+
+
+def brief_lifelines(report: Report) -> Text:
+    """One line per arm: each distinct lifeline and how many workers lived it."""
+    per_arm: dict[str, list[str]] = {}
+    for arm, _, marks, _ in lifeline_rows(report):
+        per_arm.setdefault(arm, []).append(marks)
+    text = Text("lifelines (first trial; ● new process, ━ same as before)")
+    reused = {ARM_LABEL[name]: _reused(arm) for name, arm in report.arms.items()}
+    for arm, lines in per_arm.items():
+        counts = ", ".join(f"{m} ×{lines.count(m)}" for m in dict.fromkeys(lines))
+        text.append(f"\n  {arm:<15} {counts}  (workers reused: {reused[arm]})")
+    return text
+
+
+def brief_findings(findings: Sequence[Finding]) -> Text:
+    body = Text()
+    for f in findings:
+        body.append(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE[f.severity])
+        body.append(f"{f.title}  [{f.id}]\n")
+        body.append(f"        fix: {f.fix}\n", style="dim")
+    body.append("(-v or the JSON: each finding's evidence)", style="dim")
+    return body
 
 
 def print_report(report: Report, console: Console, *, verbose: bool = False) -> None:
@@ -250,17 +362,23 @@ def gates_table(report: Report) -> Table:
     return t
 
 
-def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> Table:
-    """rows: (metric, baseline, new, new ÷ baseline [CI], p)."""
-    t = Table(title=title, title_justify="left", header_style="bold")
-    t.add_column("metric", overflow="fold", min_width=24)
-    t.add_column("baseline", justify="right")
-    t.add_column("new", justify="right")
-    t.add_column("new ÷ baseline [95 % CI]", justify="right")
-    t.add_column("Mann-Whitney p", justify="right")
-    for row in rows:
-        t.add_row(*row)
-    return t
+def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> RenderableType:
+    """rows: (metric, baseline, new, new ÷ baseline [CI], p), grouped by arm; the
+    metrics keep their gate names (what --gate takes) without the arm's prefix."""
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("metric (gate name)", no_wrap=True)
+    t.add_column("baseline", justify="right", no_wrap=True)
+    t.add_column("new", justify="right", no_wrap=True)
+    t.add_column("new ÷ baseline\n[95 % CI]", justify="right", no_wrap=True)
+    t.add_column("p", justify="right", no_wrap=True)
+    arm = None
+    for metric, *cells in rows:
+        head, dot, name = metric.partition(".")
+        if dot and head != arm:
+            arm = head
+            t.add_row(Text(f"{head}.", style="bold"), "", "", "", "")
+        t.add_row(f"  {name}" if dot else metric, *cells)
+    return Group(Text(title), t)
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -322,8 +440,62 @@ def lifelines_table(report: Report) -> Table:
     return t
 
 
-def sweep_table(report: Any) -> RenderableType:
-    """Configurations sorted by steady epoch, with the time × memory frontier marked."""
+# Headers a word or two per line, so the figures set the columns' widths.
+_SWEEP_COLUMNS = (
+    ("steady\nepoch", "steady_epoch_s", "time"),
+    ("cold\nepoch", "cold_epoch_s", "time"),
+    ("first\nbatch", "first_batch_s", "time"),
+    ("peak PSS\ntotal", "peak_total_pss_bytes", "bytes"),
+    ("USS per\nworker", "peak_worker_uss_bytes", "bytes"),
+)
+_FRONTIER = "◆ Pareto frontier of steady epoch time vs peak PSS total"
+
+
+def sweep_table(report: Any, *, verbose: bool = False) -> RenderableType:
+    """Configurations sorted by steady epoch, with the time × memory frontier marked:
+    NOTE [one screen] one unit per column, medians (the steady epoch with its
+    spread); `verbose` shows every figure with its spread and count."""
+    if verbose:
+        return _sweep_full(report)
+    title = Text(
+        f"Sweep: {report.config['dataset']} · {report.config['epochs']} epochs × "
+        f"{report.config['trials']} trial(s) per configuration"
+    )
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("")
+    t.add_column("configuration", no_wrap=True)
+    units = []
+    for label, attr, kind in _SWEEP_COLUMNS:
+        unit, k = _unit(kind, [getattr(p.summary, attr) for p in report.points])
+        units.append(k)
+        t.add_column(f"{label}\n{unit}", justify="right", no_wrap=True)
+    for p in report.points:
+        cells = [
+            _cell(getattr(p.summary, attr), k)
+            if i == 0
+            else _num(getattr(p.summary, attr).median * k)
+            if getattr(p.summary, attr) is not None
+            else "–"
+            for i, ((_, attr, _), k) in enumerate(zip(_SWEEP_COLUMNS, units, strict=True))
+        ]
+        t.add_row("◆" if p.frontier else "", p.label + (" (failed)" if p.error else ""), *cells)
+    t.caption = f"{_FRONTIER} · steady: median ± half IQR, the rest medians · -v: all spreads"
+    return Group(title, t, *_sweep_tail(report))
+
+
+def _sweep_tail(report: Any) -> list[RenderableType]:
+    body = Text()
+    for i, reason in enumerate(report.recommendation.reasons):
+        body.append(("\n" if i else "") + f"• {reason}")
+    parts: list[RenderableType] = [
+        Panel(body, title="recommendation", title_align="left", border_style="green")
+    ]
+    parts += [Text(f"skipped: {note}", style="dim") for note in report.skipped]
+    parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
+    return parts
+
+
+def _sweep_full(report: Any) -> RenderableType:
     t = Table(
         title=f"Sweep: {report.config['dataset']} · {report.config['epochs']} epochs × "
         f"{report.config['trials']} trial(s) per configuration",
@@ -351,17 +523,8 @@ def sweep_table(report: Any) -> RenderableType:
             fmt_stat(s.peak_total_pss_bytes, _bytes),
             fmt_stat(s.peak_worker_uss_bytes, _bytes),
         )
-    t.caption = "◆ Pareto frontier of steady epoch time vs peak PSS total · median ± half IQR (n)"
-    parts: list[RenderableType] = [t]
-    body = Text()
-    for i, reason in enumerate(report.recommendation.reasons):
-        body.append(("\n" if i else "") + f"• {reason}")
-    parts.append(Panel(body, title="recommendation", title_align="left", border_style="green"))
-    for note in report.skipped:
-        parts.append(Text(f"skipped: {note}", style="dim"))
-    for w in report.warnings:
-        parts.append(Text(f"warning: {w}", style="yellow"))
-    return Group(*parts)
+    t.caption = f"{_FRONTIER} · median ± half IQR (n)"
+    return Group(t, *_sweep_tail(report))
 
 
 def distributed_tables(report: Report) -> list[RenderableType]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loaderprof.report.rows import CAPTION, loader_text, plan_text, summary_rows
+from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
 from loaderprof.results import ARM_LABEL, Report
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -34,7 +34,7 @@ def to_markdown(report: Report) -> str:
         else:
             label, compared = row.label, row.compared
         lines.append(f"| {label} | {row.persistent} | {row.non_persistent} | {compared} |")
-    lines += ["", f"<sub>{CAPTION}</sub>", ""]
+    lines += ["", f"<sub>{caption(report)}</sub>", ""]
     if report.findings:
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         lines += ["#### Lifecycle findings", ""]

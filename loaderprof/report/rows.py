@@ -8,20 +8,45 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from loaderprof.results import ARM_LABEL, ArmResult, Ratio, Report, Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
 from loaderprof.units import fmt_ratio as ratio_text
 
-__all__ = ["ARM_LABEL", "SummaryRow", "fmt_ratio", "fmt_stat", "summary_rows"]
+__all__ = [
+    "ARM_LABEL",
+    "ARM_SHORT",
+    "SummaryRow",
+    "caption",
+    "fmt_ratio",
+    "fmt_stat",
+    "summary_rows",
+]
 
 REUSED = {True: "yes", False: "no", None: "unclear"}
-CAPTION = (
-    "median ± half IQR (n) · ratio persistent ÷ non-persistent [95 % bootstrap CI] · "
+ARM_SHORT = {"persistent": "persist.", "non_persistent": "non-pers."}
+_MEMORY_CAPTION = (
     "memory: from the loader's construction until its workers are gone · "
     "USS: memory only that process holds (a worker's real cost) · "
     "PSS: shared pages split among their users · RSS counts shared pages in every process"
 )
+
+
+def interval_text(report: Report) -> str:
+    """What the ratio column's intervals are (NOTE [trial is the unit])."""
+    c = report.comparison
+    unit = "trial medians" if c is None or c.unit == "trial" else "the epochs of one trial"
+    if c is None or abs(c.confidence - 0.95) < 1e-9:
+        return f"ratio persistent ÷ non-persistent [95 % CI on {unit}]"
+    return (
+        f"ratio persistent ÷ non-persistent [CI on {unit}: steady epoch at "
+        f"{c.confidence * 100:.3g} % (the adaptive plan's look), the rest at 95 %]"
+    )
+
+
+def caption(report: Report) -> str:
+    return f"median ± half IQR (n) · {interval_text(report)} · {_MEMORY_CAPTION}"
 
 
 def loader_text(report: Report) -> str:
@@ -73,6 +98,9 @@ def _count(v: int | None) -> str:
     return "–" if v is None else str(v)
 
 
+Kind = Literal["time", "bytes", "rate", ""]
+
+
 @dataclass(frozen=True)
 class SummaryRow:
     label: str
@@ -83,6 +111,13 @@ class SummaryRow:
     emphasis: str = ""
     # True on the first row of a new section.
     section: bool = False
+    # The figures behind the text, for a layout that picks one unit per row (the
+    # one-screen summary); kind says how to read them. Rows without them, or with
+    # `brief` False, show only in the full (-v) summary.
+    stats: tuple[Stat | None, Stat | None] | None = None
+    kind: Kind = ""
+    ratio: Ratio | None = None
+    brief: bool = True
 
 
 def _peak_rss(arm: ArmResult) -> str:
@@ -96,16 +131,25 @@ def summary_rows(report: Report) -> list[SummaryRow]:
     p, n = p_arm.summary, n_arm.summary
     c = report.comparison
 
-    def time_row(label: str, attr: str, ratio: Ratio | None, emphasis: str = "") -> SummaryRow:
+    def time_row(
+        label: str, attr: str, ratio: Ratio | None, emphasis: str = "", brief: bool = True
+    ) -> SummaryRow:
+        a, b = getattr(p, attr), getattr(n, attr)
         return SummaryRow(
             label,
-            fmt_stat(getattr(p, attr), fmt_seconds),
-            fmt_stat(getattr(n, attr), fmt_seconds),
+            fmt_stat(a, fmt_seconds),
+            fmt_stat(b, fmt_seconds),
             fmt_ratio(ratio) if c else "–",
             emphasis,
+            stats=(a, b),
+            kind="time",
+            ratio=ratio if c else None,
+            brief=brief,
         )
 
-    def mem_row(label: str, attr: str, emphasis: str = "", section: bool = False) -> SummaryRow:
+    def mem_row(
+        label: str, attr: str, emphasis: str = "", section: bool = False, brief: bool = True
+    ) -> SummaryRow:
         a, b = getattr(p, attr), getattr(n, attr)
         return SummaryRow(
             label,
@@ -114,6 +158,9 @@ def summary_rows(report: Report) -> list[SummaryRow]:
             fmt_delta_bytes(a, b),
             emphasis,
             section,
+            stats=(a, b),
+            kind="bytes",
+            brief=brief,
         )
 
     # NOTE [validation pass]: its rows only when there was one.
@@ -140,26 +187,40 @@ def summary_rows(report: Report) -> list[SummaryRow]:
             "steady samples/s",
             fmt_stat(p.steady_samples_per_s, _rate),
             fmt_stat(n.steady_samples_per_s, _rate),
+            stats=(p.steady_samples_per_s, n.steady_samples_per_s),
+            kind="rate",
         ),
         SummaryRow(
             "worker start-up",
             fmt_stat(p.worker_startup_s, fmt_seconds),
             fmt_stat(n.worker_startup_s, fmt_seconds),
+            stats=(p.worker_startup_s, n.worker_startup_s),
+            kind="time",
         ),
         SummaryRow(
             "shutdown after last epoch",
             fmt_stat(p.shutdown_s, fmt_seconds),
             fmt_stat(n.shutdown_s, fmt_seconds),
+            stats=(p.shutdown_s, n.shutdown_s),
+            kind="time",
+            brief=False,
         ),
         mem_row("peak USS / worker", "peak_worker_uss_bytes", section=True),
         mem_row("peak PSS total", "peak_total_pss_bytes"),
         mem_row("idle worker USS held", "idle_workers_uss_bytes", emphasis="bold"),
         mem_row("main process peak PSS", "peak_main_pss_bytes"),
-        mem_row("main PSS before loader", "setup_main_pss_bytes", emphasis="dim"),
+        mem_row("main PSS before loader", "setup_main_pss_bytes", emphasis="dim", brief=False),
         SummaryRow(
             "worker processes at once",
             _count(p.peak_worker_processes),
             _count(n.peak_worker_processes),
+            brief=False,
         ),
-        SummaryRow("(peak RSS / worker)", _peak_rss(p_arm), _peak_rss(n_arm), emphasis="dim"),
+        SummaryRow(
+            "(peak RSS / worker)",
+            _peak_rss(p_arm),
+            _peak_rss(n_arm),
+            emphasis="dim",
+            brief=False,
+        ),
     ]
