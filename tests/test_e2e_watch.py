@@ -86,6 +86,9 @@ def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
                 pass
         """,
         *("--trace", str(tmp_path / "w.trace.json"), "--markdown", str(tmp_path / "w.md")),
+        # The script lives about a second: on a loaded machine a 500 ms walk could miss
+        # a pool's USS altogether (it is then reported as unknown, not as 0).
+        *("--uss-interval", "100"),
     )
     assert run.returncode == 0, run.stderr
     train, val = report["loaders"]
