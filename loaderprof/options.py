@@ -332,6 +332,12 @@ class OutputOptions:
         "--markdown", help="Write tables, verdict and gates as Markdown.", panel=OUTPUTS
     )
     junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
+    html: Path | None = opt(
+        "--html",
+        help="Write one self-contained HTML page (summary, verdict, findings, figure, "
+        "per-epoch detail) for a CI artifact.",
+        panel=OUTPUTS,
+    )
     plot: Path | None = opt(
         "--plot", help="Draw memory and worker lifelines (PNG or SVG, by suffix).", panel=OUTPUTS
     )

@@ -67,13 +67,14 @@ class Outputs:
         *,
         what: str = "",
     ) -> None:
-        from loaderprof.report.exporters import check_targets
+        from loaderprof.report.exporters import EXPORTERS, check_targets
 
         self.targets: list[Target] = []
         for group in (outputs, gates):
             if group is None:
                 continue
-            for name in ("json", "save_baseline", "csv", "markdown", "junit", "trace", "plot"):
+            # The registry names every output once; each group holds its own fields.
+            for name in EXPORTERS:
                 path = getattr(group, name, None)
                 if path:
                     self.targets.append((name, path))

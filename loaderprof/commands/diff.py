@@ -19,7 +19,7 @@ from loaderprof.commands.common import (
 from loaderprof.errors import ExitCode
 from loaderprof.options import GateOptions, OutputOptions, UiOptions, split
 
-OUTPUTS = ("json", "csv", "markdown", "junit")
+OUTPUTS = ("json", "csv", "markdown", "junit", "html")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +36,6 @@ def register(app: typer.Typer) -> None:
 
 def run(values: dict[str, Any]) -> int:
     from loaderprof import api
-    from loaderprof.analysis import diff_reports
     from loaderprof.config import RunConfig
     from loaderprof.report.console import diff_table, gates_table
     from loaderprof.report.json_report import read_report
@@ -54,16 +53,7 @@ def run(values: dict[str, Any]) -> int:
     )
     prep = api.Prepared(cfg, tuple(gates), gate_opts.strict, old_report, old)
     report = api.finalize(new_report, prep)
-    rows = [
-        (
-            d.metric,
-            _fmt(d.metric, d.baseline),
-            _fmt(d.metric, d.new),
-            f"{d.ratio.value:.3f} [{d.ratio.ci_low:.3f}–{d.ratio.ci_high:.3f}]",
-            "–" if d.p_value is None else f"{d.p_value:.3g}",
-        )
-        for d in diff_reports(old_report, new_report, seed=int(report.config.get("seed", 0)))
-    ]
+    rows = diff_rows(old_report, new_report, seed=int(report.config.get("seed", 0)))
     console = stdout_console(outputs.json_to_stdout)
     console.print(diff_table(rows, f"{new} vs baseline {old}"))
     if report.baseline is not None and report.baseline.differences:
@@ -83,7 +73,19 @@ def run(values: dict[str, Any]) -> int:
     return int(ExitCode.OK)
 
 
-def _fmt(metric: str, v: float) -> str:
+def diff_rows(old: Any, new: Any, *, seed: int) -> list[tuple[str, str, str, str, str]]:
+    """(metric, baseline, new, new ÷ baseline [CI], p) for each metric both reports have."""
+    from loaderprof.analysis import diff_reports
     from loaderprof.gates import format_value
+    from loaderprof.report.rows import fmt_ratio
 
-    return format_value(metric, v)
+    return [
+        (
+            d.metric,
+            format_value(d.metric, d.baseline),
+            format_value(d.metric, d.new),
+            fmt_ratio(d.ratio),
+            "–" if d.p_value is None else f"{d.p_value:.3g}",
+        )
+        for d in diff_reports(old, new, seed=seed)
+    ]

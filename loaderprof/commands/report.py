@@ -30,7 +30,7 @@ def run(values: dict[str, Any]) -> int:
         outputs = Outputs("sweep", out_opts, what=f"{path} is a sweep report, which")
         sweep = read_sweep(path)
         outputs.write(sweep)
-        stdout_console(outputs.json_to_stdout).print(sweep_table(sweep))
+        stdout_console(outputs.json_to_stdout).print(sweep_table(sweep, verbose=ui.verbose))
         return 0
     outputs = Outputs("compare", out_opts)
     report = read_report(path)

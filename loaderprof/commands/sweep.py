@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
     ps += params.options(SweepOptions)
     ps += params.options(RunOptions, exclude=NOT_FOR_SWEEP)
     ps += params.options(OutputOptions, only=OUTPUTS)
-    ps += params.options(UiOptions, exclude=("verbose",))
+    ps += params.options(UiOptions)
     params.register(app, "sweep", DOC, ps, run)
 
 
@@ -74,7 +74,7 @@ def run(values: dict[str, Any]) -> int:
     else:
         report = run_sweep(cfg, grid)
     outputs.write(report)
-    stdout_console(outputs.json_to_stdout).print(sweep_table(report))
+    stdout_console(outputs.json_to_stdout).print(sweep_table(report, verbose=ui.verbose))
     interrupted = signals.exit_code()
     if interrupted is not None:
         err.print("loaderprof: interrupted", style="yellow")

@@ -87,6 +87,12 @@ def _markdown(report: Any, strict: bool) -> str:
     return to_markdown(report)
 
 
+def _html(report: Any, strict: bool) -> str:
+    from loaderprof.report.html import render_html
+
+    return render_html(report)
+
+
 def _junit(report: Any, strict: bool) -> str:
     from loaderprof.report.junit import to_junit
 
@@ -109,6 +115,7 @@ EXPORTERS: dict[str, Exporter] = {
     "csv": _Text("--csv", _BOTH, _csv),
     "markdown": _Text("--markdown", _COMPARE, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),
+    "html": _Text("--html", _COMPARE, _html),
     "trace": _Text("--trace", _COMPARE, _trace),
     "plot": _Plot(),
 }
