@@ -33,15 +33,19 @@ _MEMORY_CAPTION = (
 )
 
 
-def interval_text(report: Report) -> str:
+def interval_text(report: Report, *, brief: bool = False) -> str:
     """What the ratio column's intervals are (NOTE [trial is the unit])."""
     c = report.comparison
     unit = "trial medians" if c is None or c.unit == "trial" else "the epochs of one trial"
+    on = "" if brief else f" on {unit}"
     if c is None or abs(c.confidence - 0.95) < 1e-9:
-        return f"ratio persistent ÷ non-persistent [95 % CI on {unit}]"
+        return f"ratio persistent ÷ non-persistent [95 % CI{on}]"
+    level = f"{c.confidence * 100:.3g} %"
+    if brief:
+        return f"ratio persistent ÷ non-persistent [CI: steady {level}, rest 95 %]"
     return (
-        f"ratio persistent ÷ non-persistent [CI on {unit}: steady epoch at "
-        f"{c.confidence * 100:.3g} % (the adaptive plan's look), the rest at 95 %]"
+        f"ratio persistent ÷ non-persistent [CI on {unit}: steady epoch at {level} "
+        "(the adaptive plan's look), the rest at 95 %]"
     )
 
 
