@@ -69,6 +69,22 @@ def duty(report: Report, role: str) -> list[float]:
     ]
 
 
+def readings_in_timed_epochs(report: Report) -> tuple[int, int]:
+    """(sampler readings taken inside the timing trials' steady epochs, those epochs):
+    NOTE [timing and memory trials] says the first is 0, by construction."""
+    readings = epochs = 0
+    for arm in report.arms.values():
+        for t in arm.trials:
+            if t.role != "timing":
+                continue
+            steady = [(e.start_s, e.start_s + e.wall_s) for e in t.epochs if e.epoch > 1]
+            epochs += len(steady)
+            readings += sum(
+                1 for line in t.timeline for ts in line.t_s if any(a < ts < b for a, b in steady)
+            )
+    return readings, epochs
+
+
 def verdict_overhead(report: Report, total: float) -> float:
     epoch_sum = sum(e.wall_s for arm in report.arms.values() for t in arm.trials for e in t.epochs)
     return total / epoch_sum
@@ -138,6 +154,7 @@ def main() -> None:
     overhead: list[float] = []
     overhead_fresh: list[float] = []
     duty_cycles: dict[str, list[float]] = {"timing": [], "memory": []}
+    in_timed = [0, 0]
     for r in range(a.rounds):
         # Alternate which goes first so drift falls on both.
         order = [("on", cfg_on), ("off", cfg_off)]
@@ -151,6 +168,9 @@ def main() -> None:
                 overhead.append(verdict_overhead(report, total))
                 for role in duty_cycles:
                     duty_cycles[role].extend(duty(report, role))
+                readings, epochs = readings_in_timed_epochs(report)
+                in_timed[0] += readings
+                in_timed[1] += epochs
             for arm in on:
                 (on if label == "on" else off)[arm].extend(steady(report, arm))
         start = time.monotonic()
@@ -201,6 +221,8 @@ def main() -> None:
         "n": len(overhead),
         "fresh_interpreter_median": fresh,
     }
+    print(f"sampler readings inside timed steady epochs: {in_timed[0]} in {in_timed[1]} epochs")
+    results["readings_in_timed_epochs"] = {"readings": in_timed[0], "epochs": in_timed[1]}
     results["sampler_duty_cycle"] = {
         role: statistics.median(v) if v else None for role, v in duty_cycles.items()
     }
