@@ -96,6 +96,9 @@ def test_console_output_states_reuse_and_verdict(lazy_report: tuple[Run, dict[st
     assert "workers reused" in run.stdout
     assert "ENABLE" in run.stdout
     assert "Traceback" not in run.stderr
+    # Into pipes: no colour codes, and no progress bar on stderr (NOTE [one screen]).
+    assert "\x1b[" not in run.stdout + run.stderr
+    assert "━" not in run.stderr
 
 
 def test_worker_uss_covers_a_known_private_allocation(tmp_path: Path) -> None:
