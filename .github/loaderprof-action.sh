@@ -44,10 +44,12 @@ sys.stdout.write("".join(w + "\0" for w in words))
 	rm -f "$tmp"
 }
 
-# set_output NAME VALUE: a step output (GITHUB_OUTPUT), when there is one.
+# set_output NAME VALUE: a step output (GITHUB_OUTPUT), when there is one. The
+# delimiter form, so a value holding a newline (a path from an input) cannot end it.
 set_output() {
 	if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
-		printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"
+		local eof="LOADERPROF_EOF_$RANDOM$RANDOM"
+		printf '%s<<%s\n%s\n%s\n' "$1" "$eof" "$2" "$eof" >>"$GITHUB_OUTPUT"
 	fi
 }
 

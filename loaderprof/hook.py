@@ -15,7 +15,7 @@ event channel `compare` uses:
 
 The cost is one wrapper call per batch in the main process; workers only run the
 init probe once. Nothing the hook records may break the program it watches: every
-piece of its bookkeeping is guarded (`_quietly`), and a record it cannot write
+piece of its bookkeeping is guarded (`_emit`, `_warn_once`), and a record it cannot write
 (a full disk) is dropped with one line on stderr.
 
 Loader ids are unique across the command's processes (`<pid>.<n>`: each torchrun
@@ -74,6 +74,9 @@ class _QuietProbe(WorkerInitProbe):
 # starts an epoch with the Dataset copy it kept (NOTE [stale worker state]).
 _worker_loader: str | None = None
 _fetchers = 0
+# The Dataset the worker loop's first fetcher served: a Dataset that iterates an inner
+# DataLoader(num_workers=0) builds fetchers of its own, which are not epochs.
+_worker_dataset: Any = None
 
 
 def _state(path: str, ev: str, dataset: Any, **fields: Any) -> None:
@@ -94,8 +97,10 @@ def _patch_fetcher(module: Any, path: str) -> None:
 
     @functools.wraps(original)
     def create_fetcher(kind: Any, dataset: Any, *args: Any, **kwargs: Any) -> Any:
-        global _fetchers
-        if _worker_loader is not None:
+        global _fetchers, _worker_dataset
+        if _worker_loader is not None and _fetchers == 0:
+            _worker_dataset = dataset
+        if _worker_loader is not None and dataset is _worker_dataset:
             _fetchers += 1
             if _fetchers > 1:  # a persistent worker's later epoch
                 try:
@@ -109,7 +114,7 @@ def _patch_fetcher(module: Any, path: str) -> None:
                         worker_id=probe._worker_id,
                     )
                 except Exception as exc:
-                    _warn_once(exc)
+                    _warn_once(exc, "a Dataset state record was lost")
         return original(kind, dataset, *args, **kwargs)
 
     kinds.create_fetcher = staticmethod(create_fetcher)
@@ -214,7 +219,7 @@ def _patch(module: Any, path: str) -> None:
     try:
         _patch_fetcher(module, path)
     except Exception as exc:  # another torch's layout: no state check, all else works
-        _warn_once(exc)
+        _warn_once(exc, "the Dataset state check is off for this torch")
 
     def __init_subclass__(cls: type, **kwargs: Any) -> None:
         # A subclass whose __init__ does not call DataLoader's (torchdata's
@@ -246,22 +251,24 @@ def _wrap_init(cls: type, path: str) -> None:
         try:
             _register(self, path)
         except Exception as exc:  # the hook's own failure: the program runs on
-            _warn_once(exc)
+            _warn_once(exc, "a DataLoader could not be followed")
 
     setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
 
 
 def _register(loader: Any, path: str) -> None:
     lid = f"{os.getpid()}.{next(_ids)}"
-    object.__setattr__(loader, "_lp_id", lid)
     rank = os.environ.get("RANK")
+    described = _describe(loader)
+    # Named only once described: a loader the hook could not describe is not followed.
+    object.__setattr__(loader, "_lp_id", lid)
     _emit(
         path,
         "loader_created",
         loader=lid,
         site=_site(),
         rank=int(rank) if rank and rank.isdigit() else None,
-        **_describe(loader),
+        **described,
     )
     if loader.num_workers > 0:
         user_fn = loader.worker_init_fn
@@ -273,12 +280,12 @@ def _register(loader: Any, path: str) -> None:
     _patch_iter(type(loader), path)
 
 
-def _warn_once(exc: BaseException) -> None:
+def _warn_once(exc: BaseException, what: str = "a record was lost") -> None:
     global _warned
     if not _warned:
         _warned = True
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"loaderprof watch: a record was lost ({exc}); measuring on\n")
+            sys.stderr.write(f"loaderprof watch: {what} ({exc}); measuring on\n")
 
 
 def _patch_iter(cls: type, path: str) -> None:
@@ -299,12 +306,13 @@ def _patch_iter(cls: type, path: str) -> None:
         outer = lid is not None and not self.__dict__.get("_lp_in_iter")
         if outer:
             object.__setattr__(self, "_lp_in_iter", True)
-            _emit(path, "iter_start", loader=lid)
-            if self.num_workers > 0 and self.persistent_workers:
-                try:
+            # Before the epoch's stamp, so the fingerprint's cost is not in its wall.
+            try:
+                if self.num_workers > 0 and self.persistent_workers:
                     _state(path, "main_state", self.dataset, loader=lid)
-                except Exception as exc:
-                    _warn_once(exc)
+            except Exception as exc:
+                _warn_once(exc, "a Dataset state record was lost")
+            _emit(path, "iter_start", loader=lid)
         try:
             it = original(self)
         finally:

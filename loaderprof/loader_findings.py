@@ -359,13 +359,15 @@ def copy_on_read_finding(
     """The copy-on-read finding for compare's trials and watch's loaders alike: the
     worker that grew most, and how many were affected."""
     per_1000 = growth / samples_read * 1000 if samples_read else 0.0
+    # A watched epoch cut short has no batch count to set the growth against.
+    rate = f"{fmt_bytes(per_1000)} per 1,000 samples, " if samples_read else ""
+    over = f" over {samples_read} samples" if samples_read else " while reading"
     return Finding(
         id="copy-on-read",
         severity="warning",
         arm=None,
         title=f"forked workers turn shared memory private as they read: "
-        f"{fmt_bytes(per_1000)} per 1,000 samples, {fmt_bytes(growth)} "
-        f"over {samples_read} samples (RSS rose only {fmt_bytes(rss_growth)})",
+        f"{rate}{fmt_bytes(growth)}{over} (RSS rose only {fmt_bytes(rss_growth)})",
         evidence={
             "workers_affected": affected,
             "uss_growth_bytes": int(growth),

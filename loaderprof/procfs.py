@@ -68,6 +68,16 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (/proc/PID/stat field 22): with
+    the pid, what tells one process from a later one that reuses its pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def state(pid: int) -> str | None:
     """The process's state letter (R, S, Z...); None once it is gone."""
     try:

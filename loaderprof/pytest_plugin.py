@@ -38,7 +38,17 @@ VERDICTS = ("enable", "keep_off", "neutral")
 TEXT_WIDTH = 100
 
 # Per session: which test saved a report to which --loaderprof-save-baseline path.
-_SAVED = pytest.StashKey[dict[Path, str]]()
+# The plugin loads in every pytest session where loaderprof is installed: a pytest
+# older than 7 (no stash) must not fail to start because of it.
+_SAVED: Any = pytest.StashKey[dict[Path, str]]() if hasattr(pytest, "StashKey") else None
+_SAVED_OLD_PYTEST: dict[int, dict[Path, str]] = {}
+
+
+def _saved(config: Any) -> dict[Path, str]:
+    if _SAVED is None:
+        return _SAVED_OLD_PYTEST.setdefault(id(config), {})
+    saved: dict[Path, str] = config.stash.setdefault(_SAVED, {})
+    return saved
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -303,6 +313,6 @@ def loaderprof_fixture(request: pytest.FixtureRequest) -> LoaderprofFixture:
         config=project_config(config),
         baseline=baseline,
         save_baseline=per_test(_option_path(config, "loaderprof_save_baseline"), nodeid),
-        saved=config.stash.setdefault(_SAVED, {}),
+        saved=_saved(config),
         test=nodeid,
     )

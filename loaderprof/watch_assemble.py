@@ -190,12 +190,19 @@ def _epochs(
 
 def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
     """NOTE [stale worker state]: the Dataset's fingerprints, the main process's at
-    each `iter()` of a persistent loader and each worker's as its pool resumed, each
-    in the epoch whose `iter()` came last before it."""
+    each `iter()` of a persistent loader (taken just before its stamp: the epoch
+    whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
+    `iter()` came last before it)."""
     starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+
+    def epoch(kind: str, t: int) -> int:
+        if kind == "main_state":
+            return bisect.bisect_left(starts, t) + 1
+        return bisect.bisect_right(starts, t)
+
     return tuple(
         DatasetState(
-            epoch=bisect.bisect_right(starts, ev["t"]),
+            epoch=epoch(kind, ev["t"]),
             role="main" if kind == "main_state" else "worker",
             pid=int(ev["pid"]),
             worker_id=ev.get("worker_id"),
@@ -205,7 +212,7 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
         )
         for kind in ("main_state", "worker_state")
         for ev in evs.get(kind, [])
-        if ev.get("loader") == lid and bisect.bisect_right(starts, ev["t"]) > 0
+        if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
     )
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof import events, procfs
-from loaderprof.clock import process_start_ns
 from loaderprof.errors import UsageError
 from loaderprof.hook import ENV_EVENTS
 from loaderprof.sampler import Sample, TreeSampler
@@ -73,31 +72,51 @@ _SETTLE_S = 0.5
 
 class _Tree:
     """The command's processes: its session's group, and every process the sampler
-    saw in its tree (torchrun's ranks lead sessions of their own), told from a later
-    process that reuses a pid by starting after the command did."""
+    saw in its tree (torchrun's ranks lead sessions of their own). Each is known by
+    its pid and its start time from when it was first seen, so a later process that
+    reuses a pid is never taken for it."""
 
-    def __init__(self, root: int, t0_ns: int, sampler: TreeSampler | None = None) -> None:
-        self.root, self.t0_ns, self.sampler = root, t0_ns, sampler
+    def __init__(self, root: int, sampler: TreeSampler | None = None) -> None:
+        self.root, self.sampler = root, sampler
+        self.reaped = False
+        self._known: dict[int, int | None] = {}
+        self._read = 0
 
     def alive(self) -> list[int]:
-        seen = {s.pid for s in list(self.sampler.samples)} if self.sampler else set()
-        pids = set(procfs.group_members(self.root)) | set(procfs.tree(self.root)) | seen
-        return sorted(p for p in pids if p != os.getpid() and self._ours(p))
+        found = set(procfs.group_members(self.root)) | set(procfs.tree(self.root))
+        if self.sampler is not None:
+            # Only the samples added since the last call: a long run has millions.
+            samples = self.sampler.samples
+            # A pid the sampler saw exit may since be anyone's: only the group and
+            # the tree as they are now speak for it.
+            gone = self.sampler.gone_ns
+            found |= {s.pid for s in samples[self._read :] if s.pid not in gone}
+            self._read = len(samples)
+        for pid in found - self._known.keys():
+            self._known[pid] = procfs.start_ticks(pid)
+        return sorted(p for p in self._known if p != os.getpid() and self._ours(p))
 
     def _ours(self, pid: int) -> bool:
-        started = process_start_ns(pid)
-        # /proc/PID/stat counts clock ticks: a process started with the command may
-        # read up to a tick before the stamp taken just before its Popen.
+        start = self._known.get(pid)
         return (
-            started is not None
-            and started >= self.t0_ns - 20_000_000
-            and (procfs.state(pid) not in (None, "Z"))
+            start is not None
+            and procfs.start_ticks(pid) == start
+            and procfs.state(pid) not in (None, "Z")
         )
 
-    def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.root, signum)
+    def signal(self, signum: int, *, detached_too: bool = True) -> None:
+        """`signum` to the command's group, as a terminal's Ctrl-C reaches it, and to
+        each of its processes outside the group (once: the group's members get it from
+        the killpg). `detached_too` False spares sessions the command started on
+        purpose and that still have their leader (a tracker, a TensorBoard)."""
+        group = set(procfs.group_members(self.root))
+        # Once the command is reaped and its group empty, its pid may be anyone's.
+        if group or not self.reaped:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.root, signum)
         for pid in self.alive():
+            if pid in group or (not detached_too and _detached(pid, self.root)):
+                continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signum)
 
@@ -109,6 +128,16 @@ class _Tree:
             if not alive or time.monotonic() >= deadline:
                 return alive
             time.sleep(0.05)
+
+
+def _detached(pid: int, root: int) -> bool:
+    """In a session of its own whose leader is alive: started apart on purpose. A
+    leaked worker of a torchrun rank that is gone has no live leader."""
+    try:
+        sid = os.getsid(pid)
+    except OSError:
+        return False
+    return sid != root and procfs.state(sid) not in (None, "Z")
 
 
 class _Forwarder:
@@ -164,19 +193,23 @@ def run_watch(
             ignore_files=frozenset({path}),
             handles_always=True,
         )
-        tree = _Tree(proc.pid, t0, sampler)
+        tree = _Tree(proc.pid, sampler)
         fwd.attach(tree)
+        finished = False
         try:
             # Walks only when due or when a process appears: the command's own epochs
             # are never paused for the sampler, so it keeps to the deep interval.
             sampler.epoch_started()
             sampler.start()
             returncode = _wait(proc, fwd, tree, on_tick)
+            tree.reaped = True
             t_end = time.monotonic_ns()
             leaked = tree.survivors()
+            finished = fwd.signum is None
         finally:
-            # Whatever happened here, nothing of the command outlives loaderprof.
-            tree.signal(signal.SIGKILL)
+            # Nothing of the command outlives loaderprof, but for what a command that
+            # ended by itself started apart on purpose (README: watch).
+            tree.signal(signal.SIGKILL, detached_too=not finished)
             sampler.stop()
         evs = events.EventReader(path).read_new()
     return WatchRun(

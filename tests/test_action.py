@@ -172,8 +172,23 @@ def _run_script(
     for p in left:
         p.kill()
     assert not left, f"processes left behind: {[p.pid for p in left]}"
-    pairs = (ln.split("=", 1) for ln in outputs.read_text().splitlines() if ln)
-    return Result(proc.returncode, proc.stderr, dict(pairs), summary.read_text())
+    return Result(proc.returncode, proc.stderr, _outputs(outputs.read_text()), summary.read_text())
+
+
+def _outputs(text: str) -> dict[str, str]:
+    """GITHUB_OUTPUT as GitHub reads it: `NAME<<DELIM`, the value's lines, `DELIM`."""
+    out: dict[str, str] = {}
+    lines = iter(text.splitlines())
+    for line in lines:
+        name, sep, delim = line.partition("<<")
+        assert sep, f"not the delimiter form: {line!r}"
+        value = []
+        for v in lines:
+            if v == delim:
+                break
+            value.append(v)
+        out[name] = "\n".join(value)
+    return out
 
 
 PUSH = {

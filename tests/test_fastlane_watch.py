@@ -192,3 +192,20 @@ def test_torchrun_ranks_loaders_stay_apart() -> None:
     console.print(pools_table(report))
     text = console.export_text()
     assert "train.py:9 (rank 0)" in text and "train.py:9 (rank 1)" in text
+
+
+def test_a_pid_is_the_commands_only_with_the_start_it_was_seen_with() -> None:
+    """A pid that exited and was taken by another program is never signalled."""
+    import os
+
+    from loaderprof import procfs
+    from loaderprof.watching import _Tree
+
+    me = os.getpid()
+    tree = _Tree(root=me)
+    started = procfs.start_ticks(me)
+    assert started is not None
+    tree._known[me] = started
+    assert tree._ours(me)
+    tree._known[me] = started - 1  # the same pid, an earlier process
+    assert not tree._ours(me)

@@ -23,13 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
-from loaderprof.results import ARM_LABEL, ArmResult, EpochResult, Report, TrialResult
+from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
+from loaderprof.results import ARM_LABEL, ARMS, ArmResult, EpochResult, Report, TrialResult
 from loaderprof.units import fmt_bytes, fmt_seconds
 
-ARMS = ("persistent", "non_persistent")
 # The same arm colours as the --plot figure, so the two read alike.
-ARM_COLOR = {"persistent": "#2a9d8f", "non_persistent": "#e76f51"}
 _VERDICT = {"enable": "enable", "keep_off": "keep off", "neutral": "neutral"}
 
 _CSS = """
@@ -290,8 +288,13 @@ def _notes(report: Report) -> list[str]:
 
 
 def _figure(report: Report) -> list[str]:
+    svg = None
     if _has_matplotlib():
-        svg = matplotlib_svg(report)
+        try:
+            svg = matplotlib_svg(report)
+        except Exception:  # an installed but broken matplotlib: the page still comes
+            svg = None
+    if svg is not None:
         caption = (
             "First trial of each arm: memory over time (worker USS stacked, main process "
             "USS, PSS total dashed), worker lifelines (orange start-up, green busy, grey "

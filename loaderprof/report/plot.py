@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from loaderprof.errors import UsageError
-from loaderprof.report.rows import plan_text
+from loaderprof.report.rows import ARM_COLOR, plan_text
 from loaderprof.results import ARM_LABEL as _LABEL
 from loaderprof.results import Report, TrialResult
 
@@ -132,7 +132,7 @@ def _epoch_times(ax: Any, report: Report) -> None:
                 width,
                 yerr=err,
                 capsize=3,
-                color="#2a9d8f" if name == "persistent" else "#e76f51",
+                color=ARM_COLOR[name],
                 label=_LABEL[name] if i == 0 else None,
             )
             ax.text(
@@ -215,7 +215,7 @@ def render_sweep(report: Any, path: str | Path | BinaryIO, fmt: str | None = Non
             p.summary.steady_epoch_s.median,
             mem,
             s=60 if p.frontier else 30,
-            color="#2a9d8f" if p.persistent else "#e76f51",
+            color=ARM_COLOR["persistent" if p.persistent else "non_persistent"],
             edgecolor="black" if p.frontier else "none",
             zorder=3,
         )

@@ -26,6 +26,8 @@ __all__ = [
 
 REUSED = {True: "yes", False: "no", None: "unclear"}
 ARM_SHORT = {"persistent": "persist.", "non_persistent": "non-pers."}
+# Each arm's colour in every figure (the plot, the HTML page).
+ARM_COLOR = {"persistent": "#2a9d8f", "non_persistent": "#e76f51"}
 _MEMORY_CAPTION = (
     "memory: from the loader's construction until its workers are gone · "
     "USS: memory only that process holds (a worker's real cost) · "
