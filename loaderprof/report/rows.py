@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from loaderprof.results import ARM_LABEL, ArmResult, Ratio, Report, Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
@@ -131,43 +131,54 @@ def _peak_rss(arm: ArmResult) -> str:
     return fmt_bytes(max(vals)) if vals else "–"
 
 
+_FORMAT: dict[str, Callable[[float], str]] = {
+    "time": fmt_seconds,
+    "bytes": fmt_bytes,
+    "rate": _rate,
+}
+
+
+def _row(
+    label: str,
+    a: Stat | None,
+    b: Stat | None,
+    kind: Kind,
+    compared: str = "",
+    ratio: Ratio | None = None,
+    emphasis: str = "",
+    section: bool = False,
+    brief: bool = True,
+) -> SummaryRow:
+    fmt = _FORMAT[kind]
+    return SummaryRow(
+        label,
+        fmt_stat(a, fmt),
+        fmt_stat(b, fmt),
+        compared,
+        emphasis,
+        section,
+        stats=(a, b),
+        kind=kind,
+        ratio=ratio,
+        brief=brief,
+    )
+
+
 def summary_rows(report: Report) -> list[SummaryRow]:
     """One row per figure: the two arms and the ratio (times) or difference (memory)."""
     p_arm, n_arm = report.arms["persistent"], report.arms["non_persistent"]
     p, n = p_arm.summary, n_arm.summary
     c = report.comparison
 
-    def time_row(
-        label: str, attr: str, ratio: Ratio | None, emphasis: str = "", brief: bool = True
-    ) -> SummaryRow:
+    def time_row(label: str, attr: str, ratio: Ratio | None, emphasis: str = "") -> SummaryRow:
+        shown = ratio if c else None
+        text = fmt_ratio(ratio) if c else "–"
         a, b = getattr(p, attr), getattr(n, attr)
-        return SummaryRow(
-            label,
-            fmt_stat(a, fmt_seconds),
-            fmt_stat(b, fmt_seconds),
-            fmt_ratio(ratio) if c else "–",
-            emphasis,
-            stats=(a, b),
-            kind="time",
-            ratio=ratio if c else None,
-            brief=brief,
-        )
+        return _row(label, a, b, "time", text, shown, emphasis)
 
-    def mem_row(
-        label: str, attr: str, emphasis: str = "", section: bool = False, brief: bool = True
-    ) -> SummaryRow:
+    def mem_row(label: str, attr: str, **kw: Any) -> SummaryRow:
         a, b = getattr(p, attr), getattr(n, attr)
-        return SummaryRow(
-            label,
-            fmt_stat(a, fmt_bytes),
-            fmt_stat(b, fmt_bytes),
-            fmt_delta_bytes(a, b),
-            emphasis,
-            section,
-            stats=(a, b),
-            kind="bytes",
-            brief=brief,
-        )
+        return _row(label, a, b, "bytes", fmt_delta_bytes(a, b), **kw)
 
     # NOTE [validation pass]: its rows only when there was one.
     val = (
@@ -189,28 +200,9 @@ def summary_rows(report: Report) -> list[SummaryRow]:
         ),
         time_row("first batch (steady)", "first_batch_s", c.first_batch_ratio if c else None),
         *val,
-        SummaryRow(
-            "steady samples/s",
-            fmt_stat(p.steady_samples_per_s, _rate),
-            fmt_stat(n.steady_samples_per_s, _rate),
-            stats=(p.steady_samples_per_s, n.steady_samples_per_s),
-            kind="rate",
-        ),
-        SummaryRow(
-            "worker start-up",
-            fmt_stat(p.worker_startup_s, fmt_seconds),
-            fmt_stat(n.worker_startup_s, fmt_seconds),
-            stats=(p.worker_startup_s, n.worker_startup_s),
-            kind="time",
-        ),
-        SummaryRow(
-            "shutdown after last epoch",
-            fmt_stat(p.shutdown_s, fmt_seconds),
-            fmt_stat(n.shutdown_s, fmt_seconds),
-            stats=(p.shutdown_s, n.shutdown_s),
-            kind="time",
-            brief=False,
-        ),
+        _row("steady samples/s", p.steady_samples_per_s, n.steady_samples_per_s, "rate"),
+        _row("worker start-up", p.worker_startup_s, n.worker_startup_s, "time"),
+        _row("shutdown after last epoch", p.shutdown_s, n.shutdown_s, "time", brief=False),
         mem_row("peak USS / worker", "peak_worker_uss_bytes", section=True),
         mem_row("peak PSS total", "peak_total_pss_bytes"),
         mem_row("idle worker USS held", "idle_workers_uss_bytes", emphasis="bold"),
