@@ -365,15 +365,7 @@ def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:
 
 def _dataset_states(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> tuple[DatasetState, ...]:
     return tuple(
-        DatasetState(
-            epoch=int(ev["epoch"]),
-            role="main" if kind == "main_state" else "worker",
-            pid=int(ev["pid"]),
-            worker_id=ev.get("worker_id"),
-            values=dict(ev.get("values") or {}),
-            skipped=tuple(ev.get("skipped") or ()),
-            took_s=ev.get("took_s"),
-        )
+        DatasetState.from_event(ev, int(ev["epoch"]))
         for kind in ("main_state", "worker_state")
         for ev in by_kind.get(kind, [])
     )

@@ -278,6 +278,19 @@ class DatasetState:
     # What fingerprinting cost (a worker's is inside its timed epoch).
     took_s: float | None = None
 
+    @staticmethod
+    def from_event(ev: Mapping[str, Any], epoch: int) -> DatasetState:
+        """From a `main_state` / `worker_state` event (compare's trial, watch's hook)."""
+        return DatasetState(
+            epoch=epoch,
+            role="main" if ev["ev"] == "main_state" else "worker",
+            pid=int(ev["pid"]),
+            worker_id=ev.get("worker_id"),
+            values=dict(ev.get("values") or {}),
+            skipped=tuple(ev.get("skipped") or ()),
+            took_s=ev.get("took_s"),
+        )
+
 
 @dataclass(frozen=True)
 class SamplerStats:

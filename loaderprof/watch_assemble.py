@@ -201,15 +201,7 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
         return bisect.bisect_right(starts, t)
 
     return tuple(
-        DatasetState(
-            epoch=epoch(kind, ev["t"]),
-            role="main" if kind == "main_state" else "worker",
-            pid=int(ev["pid"]),
-            worker_id=ev.get("worker_id"),
-            values=dict(ev.get("values") or {}),
-            skipped=tuple(ev.get("skipped") or ()),
-            took_s=ev.get("took_s"),
-        )
+        DatasetState.from_event(ev, epoch(kind, ev["t"]))
         for kind in ("main_state", "worker_state")
         for ev in evs.get(kind, [])
         if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
