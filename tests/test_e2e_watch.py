@@ -84,10 +84,11 @@ def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
                 pass
             for batch in val:
                 pass
+            time.sleep(0.2)  # the rest of a training step: logging, a checkpoint
         """,
         *("--trace", str(tmp_path / "w.trace.json"), "--markdown", str(tmp_path / "w.md")),
-        # The script lives about a second: on a loaded machine a 500 ms walk could miss
-        # a pool's USS altogether (it is then reported as unknown, not as 0).
+        # Pools that live under a second: on a loaded machine a 500 ms walk could miss
+        # one's USS altogether (it is then reported as unknown, not as 0).
         *("--uss-interval", "100"),
     )
     assert run.returncode == 0, run.stderr
@@ -178,7 +179,10 @@ def test_a_pool_left_alive_at_exit_is_a_leak(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     (finding,) = [f for f in report["findings"] if f["id"] == "workers-leaked"]
     worker_pids = {w["pid"] for w in report["loaders"][0]["workers"]}
-    assert set(finding["evidence"]["pids"]) >= worker_pids
+    # The orphans' own watchdog ends them about 5 s after their parent; one that went
+    # sooner (CI once saw 1 of 2) was not leaked, so the finding names a subset.
+    leaked = set(finding["evidence"]["pids"])
+    assert leaked and leaked <= worker_pids, (leaked, worker_pids, report["leaked_pids"])
     # watch killed them after recording them.
     time.sleep(0.2)
     assert not [p for p in worker_pids if Path(f"/proc/{p}").exists()]
