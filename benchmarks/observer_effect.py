@@ -133,26 +133,34 @@ def fmt_ratio(r: Any) -> str:
     return "–" if r is None else f"{r['value']:.3f} [{r['ci_low']:.3f}–{r['ci_high']:.3f}]"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--epochs", type=int, default=6)
+def add_workload_args(ap: argparse.ArgumentParser) -> None:
+    """The workload both observer benchmarks time (observer_interleaved.py too)."""
     ap.add_argument("--n", type=int, default=8192, help="samples per epoch")
     ap.add_argument("--num-workers", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--sample-interval", type=float, default=50.0)
-    ap.add_argument("--trials", type=int, default=3, help="timing trials per arm (fixed plan)")
     ap.add_argument("--out", type=Path, default=None)
-    a = ap.parse_args()
 
-    common = {
+
+def workload(a: argparse.Namespace, *, trials: int) -> dict[str, Any]:
+    return {
         "dataset": DATASET,
         "args": {"n": a.n},
         "epochs": a.epochs,
         "num_workers": a.num_workers,
         "batch_size": a.batch_size,
-        "trials": a.trials,
+        "trials": trials,
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=6)
+    add_workload_args(ap)
+    ap.add_argument("--trials", type=int, default=3, help="timing trials per arm (fixed plan)")
+    a = ap.parse_args()
+    common = workload(a, trials=a.trials)
     # Defaults in both: timing trials take no pause after their epochs (only memory
     # trials do), and with sampling off the pause is 3 × 0 ms; the plain loop takes
     # none either. A pause would change the epochs after it (a 150 ms one measured

@@ -25,14 +25,14 @@ import json
 import random
 import statistics
 import sys
-from pathlib import Path
 from typing import Any
+
+from observer_effect import add_workload_args, workload
 
 from loaderprof.config import build_config
 from loaderprof.runner import TrialPlan
 from loaderprof.scheduler import Scheduled, run_trials
 
-DATASET = "loaderprof.examples:CheapDataset"
 ARMS = (("persistent", True), ("non_persistent", False))
 
 
@@ -46,20 +46,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=12, help="on/off pairs per arm")
     ap.add_argument("--epochs", type=int, default=6)
-    ap.add_argument("--n", type=int, default=8192, help="samples per epoch")
-    ap.add_argument("--num-workers", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--sample-interval", type=float, default=50.0)
-    ap.add_argument("--out", type=Path, default=None)
+    add_workload_args(ap)
     a = ap.parse_args()
-    common = {
-        "dataset": DATASET,
-        "args": {"n": a.n},
-        "epochs": a.epochs,
-        "num_workers": a.num_workers,
-        "batch_size": a.batch_size,
-        "trials": 1,
-    }
+    common = workload(a, trials=1)
     cfgs = {
         "on": build_config({**common, "sample_interval_ms": a.sample_interval}),
         "off": build_config({**common, "sample_interval_ms": 0.0}),
