@@ -351,7 +351,11 @@ class UiOptions:
     """How the terminal output looks."""
 
     verbose: bool = opt(
-        "--verbose", "-v", help="Also show every worker process.", panel=OUTPUTS, default=False
+        "--verbose",
+        "-v",
+        help="Show everything, not one screen: n and RSS, every epoch and worker, evidence.",
+        panel=OUTPUTS,
+        default=False,
     )
     quiet: bool = opt("--quiet", "-q", help="No progress bar.", panel=OUTPUTS, default=False)
     debug: bool = opt("--debug", help="Show tracebacks on errors.", panel=OUTPUTS, default=False)

@@ -88,11 +88,16 @@ def run_cli(
         stdin=subprocess.DEVNULL,
     )
     run = Run(proc)
+    assert_nothing_left()
+    return run
+
+
+def assert_nothing_left() -> None:
+    """No process of the run outlives it; any that did is killed before the test fails."""
     left = leftover_processes()
     for p in left:
         p.kill()
     assert not left, f"processes left behind: {[p.pid for p in left]}"
-    return run
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, leftover_processes
+from conftest import ROOT, assert_nothing_left
 
 ACTION = ROOT / "action.yml"
 SCRIPT = ROOT / ".github" / "loaderprof-action.sh"
@@ -168,10 +168,7 @@ def _run_script(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
-    left = leftover_processes()
-    for p in left:
-        p.kill()
-    assert not left, f"processes left behind: {[p.pid for p in left]}"
+    assert_nothing_left()
     return Result(proc.returncode, proc.stderr, _outputs(outputs.read_text()), summary.read_text())
 
 
