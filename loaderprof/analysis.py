@@ -51,10 +51,12 @@ def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:
 
 
 def _memory_source(trials: Sequence[TrialResult], attr: str) -> list[TrialResult]:
-    """The trials a memory figure comes from: peaks (reached inside epochs) from the
-    trials sampled deeply throughout; what is read in the untimed pauses (set-up, idle
-    workers) from every trial, since every trial samples its pauses deeply."""
-    if attr.startswith("peak_"):
+    """The trials a memory figure comes from: peaks (reached inside epochs) and the
+    set-up baseline from the trials sampled deeply throughout, where a reading of the
+    set-up is waited for (NOTE [sampled pauses]); a timing trial's last walk before
+    its loader may date from before its Dataset was built. What is read in the pauses
+    (idle workers) from every trial that took pauses."""
+    if attr.startswith(("peak_", "setup_")):
         return [t for t in _measured(trials) if t.role != "timing"]
     return _measured(trials)
 

@@ -140,7 +140,9 @@ def _trial_memory(
         shutdown_peak_total_pss_bytes=_shutdown_peak(samples, by_kind, t_end_ns),
         val_train_pool_uss_bytes=_held_during_val(inside, train, by_kind),
     )
-    setup_sample = _setup_sample(_per_process(samples).get(main_pid, []), lo)
+    setup_sample = _setup_sample(
+        _per_process(samples).get(main_pid, []), clock.first("setup_read"), lo
+    )
     if setup_sample is not None:
         memory = dataclasses.replace(
             memory,
@@ -444,15 +446,22 @@ def _in_window(
     ]
 
 
-def _setup_sample(main: Sequence[Sample], window_start: int | None) -> Sample | None:
-    """The main process at its last deep sample before the loader was built."""
-    if window_start is None:
+def _setup_sample(
+    main: Sequence[Sample], asked: int | None, window_start: int | None
+) -> Sample | None:
+    """The main process just before the loader was built: its last deep sample begun
+    after the trial asked for it (NOTE [sampled pauses]). A trial that did not ask
+    (a timing trial) has none: its last walk may date from before its imports."""
+    if asked is None or window_start is None:
         return None
-    # Begun before the loader was built (its reading may end just after: a torch
-    # process's smaps take tens of ms to read, and building a loader allocates
-    # little before its workers start). Requiring the reading to end first left
-    # trials forked from the template, which reach the loader at once, without one.
-    before = [s for s in main if s.uss is not None and s.t_ns < window_start]
+    # Read wholly before the loader was built: the trial waits for one such walk. A
+    # forked trial's PSS includes its template's share, read just after it; a reading
+    # that ran past the loader's first workers would find that share split with them.
+    before = [
+        s
+        for s in main
+        if s.uss is not None and s.t_ns >= asked and (s.read_ns or window_start) < window_start
+    ]
     return before[-1] if before else None
 
 

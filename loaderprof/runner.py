@@ -311,6 +311,8 @@ def _follow(
                     sampler.request_deep()
                 elif ev["ev"] == "idle_start" and pauses is not None:
                     pauses.began(ev["epoch"], ev["t"])
+                elif ev["ev"] == "setup_read" and pauses is not None:
+                    pauses.began(0, ev["t"])
             if on_event is not None:
                 on_event(ev)
         if pauses is not None and sampler is not None:

@@ -634,6 +634,12 @@ def run(plan: _Plan) -> None:
     )
     protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
     val_loader = _val_loader(path, cfg, persistent=plan.persistent)
+    # NOTE [sampled pauses]: the set-up baseline is waited for like a pause (as
+    # "epoch 0"): on a busy machine the last walk before the loader may otherwise
+    # date from before the Dataset was built, or the imports ran.
+    if plan.pause_ack_path is not None:
+        events.emit(path, "setup_read")
+        _wait_until_sampled(plan.pause_ack_path, 0)
     loader = _build_loader(path, cfg.loader, dataset, iterable, kwargs, counter)
     # The loader's own worker processes, of every epoch (a non-persistent epoch's
     # workers may outlive its iterator too); a Dataset may own others (a Manager, a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -342,6 +343,8 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         _ev("child_start", 0.1),
         _ev("imported", 1.0),
         _ev("dataset_built", 1.1),
+        # NOTE [sampled pauses]: the trial asks for its set-up to be read.
+        _ev("setup_read", 1.11),
         _ev("loader_building", 1.15),
         _ev("loader_built", 1.2),
         _ev("epoch_start", 2.0, epoch=1),
@@ -361,7 +364,7 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
     samples = [
         # Imports and the Dataset: before the window, the set-up baseline.
         Sample(0, int(0.5 * S), 100, 1, 150, 40, 60),
-        Sample(1, int(1.12 * S), 100, 1, 300, 100, 200),
+        Sample(1, int(1.12 * S), 100, 1, 300, 100, 200, read_ns=int(1.13 * S)),
         # Inside the window.
         Sample(2, int(2.10 * S), 100, 1, 310, 110, 210),
         Sample(2, int(2.10 * S), 201, 100, 90, 40, 60),
@@ -390,6 +393,20 @@ def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
         200,
     )
     assert m.window_start_s == pytest.approx(1.15) and m.window_end_s == pytest.approx(3.45)
+    # A trial that never asked (a timing trial) has no set-up figure: its last walk
+    # before the loader, here the one at 0.5 s, may predate its Dataset.
+    unasked = _persistent_trial(
+        [e for e in events if e["ev"] != "setup_read"], samples, t_end_ns=int(3.58 * S)
+    )
+    assert unasked.memory.setup_main_pss_bytes is None
+
+    def setup_pss(**change: int) -> int | None:
+        moved = [dataclasses.replace(s, **change) if s.tick == 1 else s for s in samples]
+        return _persistent_trial(events, moved, t_end_ns=int(3.58 * S)).memory.setup_main_pss_bytes
+
+    assert setup_pss(t_ns=int(1.05 * S)) is None
+    # A reading that ran past the loader's building may have met its first workers.
+    assert setup_pss(read_ns=int(1.16 * S)) is None
     assert m.shutdown_peak_total_pss_bytes == 220 + 50
     assert m.peak_worker_processes == 2
     main = next(t for t in r.timeline if t.role == "main")
