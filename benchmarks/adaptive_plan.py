@@ -6,9 +6,10 @@ trials per arm, alternating which goes first. Reports both walls, their ratio,
 the trials each ran, both verdicts and whether they agree.
 
 It also reports the floor no stopping rule can go below, from the fixed run's
-own parts: its wall less every timing trial, plus one (median) timing trial per
-arm, over its wall. What is left in it (the template's import of torch, the
-memory trials, the report) is paid whatever the plan.
+own parts: its wall less every timing trial (from its start to the next trial's),
+plus one (median) timing trial per arm, over its wall. What is left in it (the
+template's import of torch, the memory trials, the report) is paid whatever the
+plan.
 
     python benchmarks/adaptive_plan.py --out benchmarks/results/adaptive_plan.json
 """
@@ -34,14 +35,24 @@ EXAMPLES = (
 
 
 def _run(flags: dict[str, Any]) -> dict[str, Any]:
+    # Each trial's time from its start to the next one's: the whole cost of running
+    # it (its kill, the wait for its processes, its assembly), not its wall alone.
+    starts: list[tuple[float, Any]] = []
+
+    def started(plan: Any, ev: Any) -> None:
+        if ev is None:
+            starts.append((time.monotonic(), plan))
+
     start = time.monotonic()
-    report = run_compare(build_config(flags))
+    report = run_compare(build_config(flags), on_progress=started)
     wall = time.monotonic() - start
     epochs = sum(e.wall_s for a in report.arms.values() for t in a.trials for e in t.epochs)
     plan = report.plan
-    timing = {
-        arm: [t.wall_s for t in a.trials if t.role == "timing"] for arm, a in report.arms.items()
-    }
+    ends = [t for t, _ in starts[1:]] + [start + wall]
+    timing: dict[str, list[float]] = {}
+    for (t0, plan), t1 in zip(starts, ends, strict=True):
+        if plan.role == "timing":
+            timing.setdefault(plan.arm, []).append(t1 - t0)
     floor = (
         wall
         - sum(sum(w) for w in timing.values())

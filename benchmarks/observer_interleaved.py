@@ -17,9 +17,12 @@ over pairs (the pair is the unit).
 That ratio is as noisy as the machine. So the benchmark also measures the cause
 directly: the CPU time this process's other threads (the sampler's two; the
 runner's thread is the one that sees the events) used between each epoch's
-start and end, from /proc/self/task/TID/stat. A sampler can slow an epoch by
-no more than the CPU it takes from it, so that CPU over the epochs' wall bounds
-the observer effect from above, whatever the machine's noise.
+start and end, from /proc/self/task/TID/schedstat. A held sampler reads nothing
+(0 readings in timed epochs: observer_effect.py), so it can touch the trial only
+through the CPU it takes, and that CPU over the epochs' wall bounds the observer
+effect from above, whatever the machine's noise. (A sampler that read smaps in
+the epochs would also stall the workers' page faults on their memory-map lock,
+which no CPU figure shows.)
 
     python benchmarks/observer_interleaved.py --pairs 12 \\
         --out benchmarks/results/observer_interleaved.json
@@ -45,41 +48,44 @@ from loaderprof.runner import TrialPlan
 from loaderprof.scheduler import Scheduled, run_trials
 
 ARMS = (("persistent", True), ("non_persistent", False))
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
-def other_threads_cpu_s() -> float:
-    """CPU seconds used so far by this process's threads other than the caller."""
+def other_threads_cpu_ns() -> dict[int, int]:
+    """CPU nanoseconds used so far by each of this process's threads other than the
+    caller (`schedstat`: nanoseconds, where `stat` counts 10 ms ticks)."""
     me = threading.get_native_id()
-    total = 0
+    used: dict[int, int] = {}
     for tid in os.listdir("/proc/self/task"):
         if int(tid) == me:
             continue
         try:
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                used[int(tid)] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
             continue  # a thread that ended since the listing
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total * _TICK_S
+    return used
 
 
 class EpochCpu:
-    """The other threads' CPU inside each epoch, per trial: what the sampler took."""
+    """The other threads' CPU inside each epoch, per trial: what the sampler took.
+    Only threads alive at both ends count: the last epoch's end may be seen after
+    the trial's sampler has stopped and its threads are gone."""
 
     def __init__(self) -> None:
         self.cpu_s: dict[int, float] = defaultdict(float)
         self.wall_s: dict[int, float] = defaultdict(float)
-        self._open: tuple[float, int] | None = None
+        self._open: tuple[dict[int, int], int] | None = None
 
     def __call__(self, plan: TrialPlan, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
             return
         if ev["ev"] == "epoch_start":
-            self._open = (other_threads_cpu_s(), ev["t"])
+            self._open = (other_threads_cpu_ns(), ev["t"])
         elif ev["ev"] == "epoch_end" and self._open is not None:
-            cpu0, t0 = self._open
-            self.cpu_s[plan.index] += other_threads_cpu_s() - cpu0
+            before, t0 = self._open
+            after = other_threads_cpu_ns()
+            used = sum(after[t] - before[t] for t in before.keys() & after.keys())
+            self.cpu_s[plan.index] += used / 1e9
             self.wall_s[plan.index] += (ev["t"] - t0) / 1e9
             self._open = None
 

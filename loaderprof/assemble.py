@@ -490,13 +490,17 @@ def _wall_parts(
     t_end_ns: int,
 ) -> WallParts:
     pauses = sum((ends - start) / NS for start, ends, _ in _idle_windows(by_kind) if ends >= start)
+    # A memory trial's wait for its set-up reading (NOTE [sampled pauses]) is a
+    # pause for the sampler, not the user's set-up: the loader is built right after.
+    waited = clock.between("setup_read", "loader_building") or 0.0
+    setup = clock.between("imported", "loader_built")
     closed = clock.first("loader_closed")
     parts = WallParts(
         interpreter_s=clock.rel(clock.first("child_start")),
         imports_s=clock.between("child_start", "imported"),
-        setup_s=clock.between("imported", "loader_built"),
+        setup_s=None if setup is None else setup - waited,
         epochs_s=sum(e.wall_s for e in epochs),
-        pauses_s=pauses,
+        pauses_s=pauses + waited,
         shutdown_s=clock.between("loader_closing", "loader_closed"),
         exit_s=None if closed is None else (t_end_ns - closed) / NS,
         other_s=None,
