@@ -50,9 +50,9 @@ def _run(flags: dict[str, Any]) -> dict[str, Any]:
     plan = report.plan
     ends = [t for t, _ in starts[1:]] + [start + wall]
     timing: dict[str, list[float]] = {}
-    for (t0, plan), t1 in zip(starts, ends, strict=True):
-        if plan.role == "timing":
-            timing.setdefault(plan.arm, []).append(t1 - t0)
+    for (t0, trial), t1 in zip(starts, ends, strict=True):
+        if trial.role == "timing":
+            timing.setdefault(trial.arm, []).append(t1 - t0)
     floor = (
         wall
         - sum(sum(w) for w in timing.values())
