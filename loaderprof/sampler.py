@@ -189,6 +189,13 @@ class TreeSampler(threading.Thread):
         self._wake.set()
         self.walker.wake.set()
 
+    @property
+    def held(self) -> bool:
+        """Held with no timed release pending: the threads then sleep until `release`
+        or `stop` wakes them, rather than waking every interval to look (NOTE
+        [timing and memory trials]: a timing trial's epochs get no sampler CPU)."""
+        return self._held
+
     def still(self, now: float) -> bool:
         if not self._held and self._release_until is not None and now >= self._release_until:
             self._held = True
@@ -268,7 +275,7 @@ class TreeSampler(threading.Thread):
                 # sampling in a burst.
                 next_t = time.monotonic()
                 delay = 0
-            if self._wake.wait(delay):
+            if self._wake.wait(None if self.held else delay):
                 self._wake.clear()
                 next_t = time.monotonic()
 
@@ -332,7 +339,7 @@ class _Walker(threading.Thread):
     def run(self) -> None:
         owner = self.owner
         while not owner.stopping:
-            self.wake.wait(owner.interval_s)
+            self.wake.wait(None if owner.held else owner.interval_s)
             self.wake.clear()
             if owner.stopping:
                 break
