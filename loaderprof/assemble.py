@@ -460,7 +460,10 @@ def _setup_sample(
     before = [
         s
         for s in main
-        if s.uss is not None and s.t_ns >= asked and (s.read_ns or window_start) < window_start
+        if s.uss is not None
+        and s.t_ns >= asked
+        and s.read_ns is not None
+        and s.read_ns < window_start
     ]
     return before[-1] if before else None
 

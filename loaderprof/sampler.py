@@ -191,7 +191,7 @@ class TreeSampler(threading.Thread):
 
     @property
     def held(self) -> bool:
-        """Held with no timed release pending: the threads then sleep until `release`
+        """Taking no samples until `release`: the threads then sleep until `release`
         or `stop` wakes them, rather than waking every interval to look (NOTE
         [timing and memory trials]: a timing trial's epochs get no sampler CPU)."""
         return self._held
