@@ -17,8 +17,9 @@ sampler reads the template's shared share (PSS − USS) at every deep sample and
 counts it in the trial main's PSS, where a fresh interpreter holds those pages
 (see `sampler.TreeSampler`). Exact when only the run maps those pages; a file
 page also mapped by m processes outside the run counts 2/(m+2) of a page where
-a fresh interpreter holds 1/(m+1), so the main alone leans high: by about 1 %
-as measured (README, "A warm template"). `--fresh-interpreter` keeps the old way.
+a fresh interpreter holds 1/(m+1), so the main alone leans high: by 1.0 %, and
+1.4 % beside a process that imported torch, as measured (README, "A warm
+template"). `--fresh-interpreter` keeps the old way.
 
 Protocol (one JSON object per line): the parent writes a request on the
 template's stdin; the template replies {"pid": P} once the child leads its own
