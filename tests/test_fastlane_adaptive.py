@@ -33,12 +33,12 @@ def test_a_clear_saving_stops_at_the_first_look_with_the_fixed_plans_verdict() -
     assert _per_arm(runner) == {"persistent": 2, "non_persistent": 2}
     plan = report.plan
     assert plan is not None and plan.mode == "adaptive" and plan.settled
-    assert (plan.trials_per_arm, plan.looks_taken, plan.looks_planned) == (2, 1, 3)
+    assert (plan.trials_per_arm, plan.looks_taken, plan.looks_planned) == (2, 1, 4)
     assert "settled after 2 trials per arm" in plan.stopped
     assert report.complete and report.verdict is not None and report.verdict.decided
     fixed = loaderprof.compare(DATASET, epochs=4, trials=6, runner=FakeRunner(0.2, 0.1))
     assert report.recommendation == fixed.recommendation == "enable"
-    # The steady interval is taken at the level the first of three looks spends.
+    # The steady interval is taken at the level the first of four looks spends.
     c = report.comparison
     assert c is not None and c.confidence == pytest.approx(look_confidence(6, 2))
     assert plan.confidence == c.confidence == pytest.approx(1 - 0.05 / 9)
@@ -62,13 +62,13 @@ def test_a_saving_on_the_min_gain_line_runs_to_the_cap_and_says_it_is_undecided(
     report = loaderprof.compare(DATASET, epochs=4, max_trials=4, runner=runner)
     assert _per_arm(runner) == {"persistent": 4, "non_persistent": 4}
     plan, verdict = report.plan, report.verdict
-    assert plan is not None and not plan.settled and plan.looks_taken == 2
+    assert plan is not None and not plan.settled and plan.looks_taken == 3
     assert "not settled at the cap, --max-trials 4" in plan.stopped
     assert verdict is not None and not verdict.decided and verdict.recommendation == "neutral"
     assert "--max-trials 4" in " ".join(verdict.reasons)
     assert report.complete
-    # The last look spends what the first left: 1 − 0.05·(1 − 1/4).
-    assert plan.confidence == pytest.approx(1 - 0.0375)
+    # Looks at 2, 3 and 4: the last spends what the first two left, 1 − 0.05·(1 − 9/16).
+    assert plan.confidence == pytest.approx(1 - 0.05 * 7 / 16)
 
 
 def test_fixed_plan_and_torchrun_do_not_adapt() -> None:

@@ -96,19 +96,23 @@ def test_per_arm_interval_comes_from_the_spread_of_trial_figures() -> None:
 
 
 def test_looks_and_their_confidence() -> None:
-    assert stats.look_points(6) == [2, 4, 6]
-    assert stats.look_points(7) == [2, 4, 6, 7]
+    assert stats.look_points(6) == [2, 3, 4, 6]
+    assert stats.look_points(7) == [2, 3, 4, 6, 7]
+    assert stats.look_points(4) == [2, 3, 4]
+    assert stats.look_points(3) == [2, 3]
     assert stats.look_points(2) == [2]
     assert stats.look_points(1) == [1]
-    # Power spending α·t²: 1/9, 3/9 and 5/9 of α at looks 2, 4, 6 of a cap of 6.
-    assert stats.look_confidences(6) == pytest.approx([1 - 0.05 / 9, 1 - 0.05 / 3, 1 - 0.25 / 9])
+    # Power spending α·t²: (4 − 0)/36, (9 − 4)/36, (16 − 9)/36 and (36 − 16)/36 of α
+    # at looks 2, 3, 4, 6 of a cap of 6.
+    spent = [4 / 36, 5 / 36, 7 / 36, 20 / 36]
+    assert stats.look_confidences(6) == pytest.approx([1 - 0.05 * s for s in spent])
     assert stats.look_confidences(1) == pytest.approx([0.95])
     assert sum(1 - c for c in stats.look_confidences(7)) == pytest.approx(0.05)
-    assert (
-        stats.look_confidence(6, 2) == stats.look_confidence(6, 3) == stats.look_confidences(6)[0]
-    )
+    assert stats.look_confidence(6, 2) == stats.look_confidences(6)[0]
+    assert stats.look_confidence(6, 3) == stats.look_confidences(6)[1]
     assert stats.look_confidence(6, 1) == stats.look_confidences(6)[0]
-    assert stats.look_confidence(6, 6) == stats.look_confidences(6)[2]
+    assert stats.look_confidence(6, 5) == stats.look_confidences(6)[2]
+    assert stats.look_confidence(6, 6) == stats.look_confidences(6)[3]
 
 
 def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
