@@ -93,8 +93,9 @@ def test_generator_on_the_dataset_repeats_randomness(
 
 def test_under_spawn_each_kind_of_state_is_told_apart(tmp_path: Path) -> None:
     # One run under spawn (workers unpickle their Dataset and the shared counter):
-    # the plain epoch is stale, the shared one is not, the generator repeats.
-    report = _compare(tmp_path, "EveryStateDataset", "--mp-context", "spawn")
+    # the plain epoch is stale, the shared one is not, the generator repeats. One
+    # worker: each spawned one imports torch, and one shows all three.
+    report = _compare(tmp_path, "EveryStateDataset", "--mp-context", "spawn", "--num-workers", "1")
     assert _ids(report) == [("stale-worker-state", "persistent"), ("repeated-randomness", None)]
     stale, rng = report["findings"]
     assert stale["evidence"]["attributes"] == ["epoch"] and stale["evidence"]["epoch"] == 2

@@ -38,7 +38,8 @@ def _compare(tmp_path: Path, name: str, *extra: str) -> dict[str, Any]:
         # A large known allocation, so each worker's few MiB of interpreter pages (which
         # a collection may or may not copy) stay a small part of what is compared.
         *("--arg", "n=64", "--arg", "alloc_mib=128"),
-        *("--epochs", "2", "--trials", "2", "--num-workers", "2", "--batch-size", "8"),
+        # One trial per arm: sampled deeply like a memory trial, whose figures these are.
+        *("--epochs", "2", "--trials", "1", "--num-workers", "2", "--batch-size", "8"),
         *("--json", str(out)),
         *extra,
     )
