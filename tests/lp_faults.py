@@ -81,8 +81,21 @@ class FailsFromNthRead(_Base):
 
 
 class Slow(_Base):
+    """With `reads`, every read appends a byte to that file: its size tells a test
+    how far the run has got, whichever process read the item."""
+
+    def __init__(self, n: int = 32, at: int = 5, reads: str = "") -> None:
+        super().__init__(n, at)
+        self.reads = reads
+
     def __getitem__(self, index: int) -> torch.Tensor:
         time.sleep(0.01)
+        if self.reads:
+            fd = os.open(self.reads, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, b"r")
+            finally:
+                os.close(fd)
         return torch.tensor([index])
 
 

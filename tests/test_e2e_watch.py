@@ -224,11 +224,9 @@ def test_sigint_reaches_torchrun_ranks_in_their_own_sessions(tmp_path: Path) -> 
     while time.monotonic() < deadline and not all(Path(f"{marker}{r}").exists() for r in (0, 1)):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    start = time.monotonic()
-    _, err = proc.communicate(timeout=60)
-    # Forwarded, SIGTERM at 1 s, SIGKILL at 1.5 s; then the report (a generous bound:
-    # without the escalation the ranks ignore both signals and never end).
-    assert time.monotonic() - start < 15, err
+    # Forwarded, SIGTERM at 1 s, SIGKILL at 1.5 s; then the report. The timeout is the
+    # hang guard: without the escalation the ranks ignore both signals and never end.
+    proc.communicate(timeout=60)
     report = json.loads(out.read_text())
     assert report["interrupted"] is True and report["exit_code"] != 0
     # Each rank's hook named its loader 1; the report tells them apart.
