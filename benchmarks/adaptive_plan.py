@@ -8,9 +8,11 @@ the trials each ran, both verdicts and whether they agree.
 It also reports the floor no stopping rule can go below, from the fixed run's
 own parts: its wall less every timing trial (from its start to the next trial's),
 plus one (median) timing trial per arm, over its wall. What is left in it (the
-template's import of torch, the memory trials, the report) is paid whatever the
-plan. `first_look_ratio` is the same with two timing trials per arm: what the
-adaptive plan costs when it settles at its first look.
+memory trials, and the template's import of torch, which the first trial waits
+for) is paid whatever the plan. The report's own time falls in the last trial's
+span, which the floor replaces by a median trial: the floor leaves it out, so it
+errs low. `first_look_ratio` is the same with two timing trials per arm: what
+the adaptive plan costs when it settles at its first look.
 
     python benchmarks/adaptive_plan.py --rounds 2 --out benchmarks/results/adaptive_plan.json
 """

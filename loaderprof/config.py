@@ -65,8 +65,9 @@ class RunConfig:
     dataset_args: Mapping[str, Any] = field(default_factory=dict)
     loader: LoaderOptions = field(default_factory=LoaderOptions)
     epochs: int = 5
-    # "auto": the adaptive plan (NOTE [sequential looks]) runs A B B A blocks until
-    # the verdict settles or `max_trials` per arm; an integer fixes the plan.
+    # "auto": the adaptive plan (NOTE [sequential looks]) runs A B B A blocks, looking
+    # at 2, 3, 4, 6, ... trials per arm, until the verdict settles or `max_trials` per
+    # arm; an integer fixes the plan.
     trials: int | str = "auto"
     max_trials: int = 6
     warmup_trials: int = 0

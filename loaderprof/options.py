@@ -193,8 +193,9 @@ class RunOptions:
     )
     trials: int | str | None = opt(
         "--trials",
-        help="Trials per arm, interleaved A B B A: 'auto' (the default) runs A B B A blocks "
-        "until the verdict is settled or --max-trials is reached; N fixes the plan.",
+        help="Trials per arm, interleaved A B B A: 'auto' (the default) looks at 2 and 3 "
+        "trials per arm, then after every A B B A block, and stops once the verdict is "
+        "settled or --max-trials is reached; N fixes the plan.",
         panel=MEASUREMENT,
         cli_type=str,
     )

@@ -100,6 +100,19 @@ def assert_nothing_left() -> None:
     assert not left, f"processes left behind: {[p.pid for p in left]}"
 
 
+def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """The process's stdout and stderr once it ends. `timeout` is the hang guard:
+    past it the process and everything it left are killed and the test fails."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        for p in leftover_processes(timeout=0):
+            p.kill()
+        pytest.fail(f"still running {timeout} s on (a hang); its stderr ends: {err[-2000:]}")
+
+
 def load(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text())
     return data

@@ -24,7 +24,7 @@ def _grow_at_exit() -> None:
     if os.getpid() != _MAIN_PID:
         return
     _held.append(b"T" * (TEARDOWN_MIB * MiB))  # every page written: resident
-    time.sleep(1.0)  # long enough for any sampler to see it
+    time.sleep(4.0)  # long enough for any sampler to see it, and for a test to tell
 
 
 atexit.register(_grow_at_exit)

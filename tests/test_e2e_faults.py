@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, ROOT, TESTS, leftover_processes, run_cli
+from conftest import DATA, ROOT, TESTS, finish, leftover_processes, run_cli
 
 pytestmark = pytest.mark.e2e
 FAULTS = str(TESTS / "lp_faults.py")
@@ -159,7 +159,7 @@ def test_interrupt_stops_everything_and_keeps_results(tmp_path: Path, sig: int, 
     proc.send_signal(sig)
     # The timeout is the hang guard: an interrupt that did not stop everything would
     # leave the 20-epoch run going far longer.
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = finish(proc, timeout=30)
     assert proc.returncode == code, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert not leftover_processes()

@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import ROOT, TESTS, run_cli
+from conftest import ROOT, TESTS, finish, run_cli
 from loaderprof.report.watch_export import load_watch_schema
 
 pytestmark = pytest.mark.e2e
@@ -226,9 +226,9 @@ def test_sigint_reaches_torchrun_ranks_in_their_own_sessions(tmp_path: Path) -> 
     proc.send_signal(signal.SIGINT)
     # Forwarded, SIGTERM at 1 s, SIGKILL at 1.5 s; then the report. The timeout is the
     # hang guard: without the escalation the ranks ignore both signals and never end.
-    proc.communicate(timeout=60)
+    _, err = finish(proc, timeout=60)
     report = json.loads(out.read_text())
-    assert report["interrupted"] is True and report["exit_code"] != 0
+    assert report["interrupted"] is True and report["exit_code"] != 0, err
     # Each rank's hook named its loader 1; the report tells them apart.
     assert [
         (ld["id"], ld["rank"]) for ld in sorted(report["loaders"], key=lambda x: x["rank"])

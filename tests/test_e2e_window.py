@@ -13,7 +13,7 @@ from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 # What lp_teardown's atexit handler sleeps.
-AT_EXIT_SLEEP_S = 1.0
+AT_EXIT_SLEEP_S = 4.0
 MiB = 1024 * 1024
 
 
@@ -63,9 +63,10 @@ def test_no_memory_figure_includes_interpreter_teardown(teardown_report: dict[st
 def test_trial_ends_when_the_loader_is_closed(teardown_report: dict[str, Any]) -> None:
     for t in _trials(teardown_report):
         parts = t["wall_parts"]
-        # Interpreter teardown (here an atexit handler that sleeps 1 s) would
+        # Interpreter teardown (here an atexit handler that sleeps 4 s) would
         # sit between the loader closing and the trial process being gone: a
-        # trial that ran it would show at least that second.
+        # trial that ran it would show at least those seconds. Killing the trial
+        # takes a fraction of one, even on a loaded machine.
         assert parts["exit_s"] < 0.5 * AT_EXIT_SLEEP_S
         assert parts["shutdown_s"] is not None and parts["shutdown_s"] >= 0
         named = sum(

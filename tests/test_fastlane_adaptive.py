@@ -46,6 +46,21 @@ def test_a_clear_saving_stops_at_the_first_look_with_the_fixed_plans_verdict() -
     assert fixed.comparison is not None and fixed.comparison.confidence == pytest.approx(0.95)
 
 
+def test_a_saving_the_first_look_cannot_settle_stops_at_the_look_at_3() -> None:
+    # A 9 % saving with 2 % epoch noise: two trials per arm leave the interval across
+    # the line, a third settles it, mid-block (after A B B A A B).
+    runner = FakeRunner(startup_s=0.01, work_s=0.1, jitter=0.02)
+    report = loaderprof.compare(DATASET, epochs=4, runner=runner)
+    assert _per_arm(runner) == {"persistent": 3, "non_persistent": 3}
+    plan = report.plan
+    assert plan is not None and plan.settled
+    assert (plan.trials_per_arm, plan.looks_taken, plan.looks_planned) == (3, 2, 4)
+    assert "settled after 3 trials per arm (look 2 of 4)" in plan.stopped
+    assert report.complete and report.recommendation == "enable"
+    assert plan.confidence == pytest.approx(look_confidence(6, 3))
+    assert plan.confidence == pytest.approx(1 - 0.05 * 5 / 36)
+
+
 def test_no_difference_settles_before_the_cap() -> None:
     # Ruling out a 5 % saving takes a narrower interval than finding a 67 % one.
     runner = FakeRunner(startup_s=0.0, work_s=0.1)

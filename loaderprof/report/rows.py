@@ -67,7 +67,7 @@ def loader_text(report: Report) -> str:
 
 
 def plan_text(report: Report) -> str:
-    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 3)'."""
+    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 4)'."""
     cfg, plan = report.config, report.plan
     if plan is None:
         return f"{cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
