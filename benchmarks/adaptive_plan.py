@@ -87,6 +87,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="runs of every example")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
+    if a.rounds < 1 or a.fixed < 1 or a.epochs < 2:
+        ap.error("--rounds and --fixed must be at least 1, --epochs at least 2")
     rows = []
     for i, (rnd, dataset) in enumerate((r, d) for r in range(a.rounds) for d in EXAMPLES):
         base = {"dataset": dataset, "epochs": a.epochs}

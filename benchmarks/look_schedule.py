@@ -32,9 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from loaderprof.analysis import settled
+from loaderprof.config import RunConfig
 from loaderprof.stats import look_points, spent_confidences, welch_log_ratio
 
-LINE = 0.95  # 1 − the default --min-gain
+MIN_GAIN = RunConfig.min_gain  # the default --min-gain
+LINE = 1 - MIN_GAIN
 CAP = 6
 
 SCHEDULES: dict[str, list[int]] = {
@@ -66,10 +69,8 @@ def run_schedule(a: np.ndarray, b: np.ndarray, points: list[int]) -> tuple[int, 
         res = welch_log_ratio(list(a[:k]), list(b[:k]), level)
         assert res is not None
         r = res[0]
-        if r.ci_high < LINE:
-            return k, "enable"
-        if r.ci_low > LINE:
-            return k, "keep_off"
+        if settled(r, MIN_GAIN):
+            return k, "enable" if r.ci_high < LINE else "keep_off"
     return points[-1], "undecided"
 
 
@@ -103,6 +104,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
     rows = []
     for i, (name, (ratio, sd_a, sd_b)) in enumerate(SCENARIOS.items()):
         res = scenario(ratio, sd_a, sd_b, args.runs, args.seed + i)
