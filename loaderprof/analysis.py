@@ -7,6 +7,7 @@ epochs. Steady epochs are pooled over trials.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Literal
 import numpy as np
 
 from loaderprof.results import (
+    UNINFORMATIVE_FACTOR,
     ArmSummary,
     Comparison,
     MetricValue,
@@ -68,22 +70,53 @@ def _flat(groups: Groups) -> list[float]:
     return [v for g in groups for v in g]
 
 
+def _memory_trials(trials: Sequence[TrialResult]) -> list[TrialResult]:
+    return [t for t in _measured(trials) if t.role == "memory"]
+
+
+def _cold(trials: Sequence[TrialResult]) -> Groups:
+    return [[t.epochs[0].wall_s] for t in trials if t.epochs and t.epochs[0].epoch == 1]
+
+
+def _steady(trials: Sequence[TrialResult]) -> Groups:
+    return [[e.wall_s for e in t.epochs if e.epoch >= 2] for t in trials]
+
+
+def _first_batch(trials: Sequence[TrialResult]) -> Groups:
+    return [
+        [e.first_batch_s for e in t.epochs if e.epoch >= 2 and e.first_batch_s is not None]
+        for t in trials
+    ]
+
+
 def cold_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: its cold epoch's wall (NOTE [trial is the unit])."""
-    return [[t.epochs[0].wall_s] for t in _timed(trials) if t.epochs[0].epoch == 1]
+    return _cold(_timed(trials))
 
 
 def steady_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: the walls of its steady epochs."""
-    return [[e.wall_s for e in t.epochs if e.epoch >= 2] for t in _timed(trials)]
+    return _steady(_timed(trials))
 
 
 def first_batch_groups(trials: Sequence[TrialResult]) -> Groups:
     """Per trial: the first-batch waits of its steady epochs."""
-    return [
-        [e.first_batch_s for e in t.epochs if e.epoch >= 2 and e.first_batch_s is not None]
-        for t in _timed(trials)
-    ]
+    return _first_batch(_timed(trials))
+
+
+# NOTE [spread of an arm]: the memory trials' epochs inform each arm's spread (not
+# its level, which their sampling shifts), metric by metric.
+_SPREAD_OF: dict[str, Callable[[Sequence[TrialResult]], Groups]] = {
+    "steady": _steady,
+    "cold": _cold,
+    "first_batch": _first_batch,
+}
+
+
+def spread_groups(trials: Sequence[TrialResult], metric: str) -> Groups:
+    """The memory trials' values of a timing metric, per trial (NOTE [spread of an arm])."""
+    of = _SPREAD_OF.get(metric)
+    return of(_memory_trials(trials)) if of else []
 
 
 def memory_groups(trials: Sequence[TrialResult], attr: str) -> Groups:
@@ -218,27 +251,39 @@ def compare(
     def diff(a: Stat | None, b: Stat | None) -> int | None:
         return None if a is None or b is None else int(a.median - b.median)
 
-    def est(groups: Callable[[Sequence[TrialResult]], Groups], shift: int) -> Estimate | None:
+    def est(
+        groups: Callable[[Sequence[TrialResult]], Groups], shift: int, metric: str = ""
+    ) -> Estimate | None:
         conf = confidence if shift == 0 else CONFIDENCE
         return estimate_ratio(
-            groups(persistent), groups(non_persistent), seed=seed + shift, confidence=conf
+            groups(persistent),
+            groups(non_persistent),
+            seed=seed + shift,
+            confidence=conf,
+            extra_a=spread_groups(persistent, metric),
+            extra_b=spread_groups(non_persistent, metric),
         )
 
-    steady = est(steady_groups, 0)
-    cold, first = est(cold_groups, 1), est(first_batch_groups, 2)
+    steady = est(steady_groups, 0, "steady")
+    cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # Break-even and totals only count a saving the statistics support.
-    alpha = 1 - confidence
     significant = (
-        steady is not None and significant_direction(steady.ratio, steady.p, alpha) == "saving"
+        steady is not None
+        and assess(steady.ratio, steady.p, confidence, 0.0, steady.n, steady.unit).direction
+        == "saving"
     )
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
-    over = None
-    if memory_budget_bytes is not None and p_sum.peak_total_pss_bytes is not None:
-        over = p_sum.peak_total_pss_bytes.median > memory_budget_bytes
+    over = np_over = None
+    if memory_budget_bytes is not None:
+        if p_sum.peak_total_pss_bytes is not None:
+            over = p_sum.peak_total_pss_bytes.median > memory_budget_bytes
+        if np_sum.peak_total_pss_bytes is not None:
+            np_over = np_sum.peak_total_pss_bytes.median > memory_budget_bytes
     total = None
     if saved is not None:
         total = saved * (train_epochs - 1) - max(0.0, cold_extra)
+    spread = steady.spread if steady else None
     return Comparison(
         steady_epoch_ratio=steady.ratio if steady else None,
         cold_epoch_ratio=cold.ratio if cold else None,
@@ -259,6 +304,16 @@ def compare(
         unit=steady.unit if steady else None,
         steady_epoch_n=steady.n if steady else None,
         confidence=confidence,
+        non_persistent_over_budget=np_over,
+        steady_epoch_spread=(
+            {
+                "persistent": spread[0].source,
+                "non_persistent": spread[1].source,
+                "df": [spread[0].df, spread[1].df],
+            }
+            if spread
+            else None
+        ),
     )
 
 
@@ -271,15 +326,18 @@ def _pct(ratio: float) -> str:
 
 
 Direction = Literal["saving", "loss"]
+Side = Literal["below", "above", "straddles"]
+PlanMode = Literal["adaptive", "fixed"]
 
 
 def significant_direction(
     ratio: Ratio | None, p: float | None, alpha: float = ALPHA
 ) -> Direction | None:
     """The one test of a significant difference in a persistent ÷ non-persistent ratio:
-    its interval lies on one side of 1 and the test's p is below alpha.
-    "saving": significantly below 1; "loss": significantly above 1; None: neither."""
-    if ratio is None or p is None or not p < alpha:
+    its interval lies on one side of 1 and the test's p is below alpha (the two agree:
+    one statistic gives both, NOTE [spread of an arm]). "saving": significantly below
+    1; "loss": significantly above 1; None: neither, or no interval (read once)."""
+    if ratio is None or p is None or not ratio.has_interval or not p < alpha:
         return None
     if ratio.ci_high < 1.0:
         return "saving"
@@ -289,19 +347,82 @@ def significant_direction(
 
 
 @dataclass(frozen=True)
-class _Evidence:
-    """What the verdict weighs: the steady-epoch ratio, its test, and both in words."""
+class Assessment:
+    """NOTE [words follow numbers]: everything the verdict says about the steady
+    ratio, computed once, on the log scale, from the interval and test it prints:
+    whether it is significant, where it lies against the --min-gain line, whether it
+    means anything at all, and how many more units would decide it."""
 
     ratio: Ratio
-    saved_s: float
+    p: float | None
+    confidence: float
+    n: int
+    unit: str | None
+    line: float
     direction: Direction | None
-    # "ratio 0.50, 95 % CI 0.48–0.52, Mann-Whitney p=0.01"
+    side: Side
+    informative: bool
+    # The line the interval must clear to decide: the --min-gain line, or 1.
+    target: float
+    # About how many more units per arm would put the interval on one side of
+    # `target`; None when the ratio sits at it (or nothing can be said).
+    more: int | None
+    at_line: bool
+
+
+def assess(
+    r: Ratio, p: float | None, confidence: float, min_gain: float, n: int, unit: str | None
+) -> Assessment:
+    line = 1.0 - min_gain
+    side: Side = "below" if r.ci_high < line else "above" if r.ci_low > line else "straddles"
+    direction = significant_direction(r, p, 1 - confidence)
+    target = line if (r.value <= line or r.ci_low <= line) else 1.0
+    more, at_line = None, False
+    if r.has_interval and r.ci_low > 0 and r.value > 0 and n > 0:
+        half = math.log(r.ci_high / r.ci_low) / 2
+        distance = abs(math.log(r.value / target))
+        at_line = half > 0 and distance < 0.1 * half
+        if half > 0 and not at_line:
+            more = max(1, math.ceil(n * (half / distance) ** 2) - n)
+    return Assessment(
+        r, p, confidence, n, unit, line, direction, side, r.informative, target, more, at_line
+    )
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the verdict weighs: the assessment of the steady ratio, and both in words."""
+
+    a: Assessment
+    saved_s: float
+    # "ratio 0.50, 95 % CI 0.48–0.52, Welch t on 3 trial medians per arm, p=0.01"
     interval: str
     # What the persistent workers hold between epochs.
     memory: str
+    plan: PlanMode
+    max_trials: int | None
+
+    @property
+    def ratio(self) -> Ratio:
+        return self.a.ratio
 
 
-def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float) -> _Evidence:
+def _test_words(comparison: Comparison) -> str:
+    n = comparison.steady_epoch_n
+    if comparison.unit == "trial":
+        return f"t on the logs of {n} trial medians per arm"
+    return f"t on the logs of one trial's {n} steady epochs per arm"
+
+
+def _evidence(
+    comparison: Comparison,
+    p_sum: ArmSummary,
+    r: Ratio,
+    saved: float,
+    a: Assessment,
+    plan: PlanMode,
+    max_trials: int | None,
+) -> _Evidence:
     idle = p_sum.idle_workers_uss_bytes.median if p_sum.idle_workers_uss_bytes else None
     memory = (
         f"persistent workers hold {fmt_bytes(idle)} of private memory (USS) between epochs"
@@ -310,27 +431,25 @@ def _evidence(comparison: Comparison, p_sum: ArmSummary, r: Ratio, saved: float)
         "so its cost is unknown"
     )
     p = comparison.steady_epoch_p
-    if comparison.unit == "trial":
-        test = f"Welch t on {comparison.steady_epoch_n} trial medians per arm"
-    else:
-        test = "Mann-Whitney on the epochs of one trial per arm"
-    p_text = f", {test}, p={p:.3g}" if p is not None else ""
+    p_text = f", {_test_words(comparison)}, p={p:.3g}" if p is not None else ""
     level = f"{comparison.confidence * 100:.3g} %"
     return _Evidence(
-        ratio=r,
+        a=a,
         saved_s=saved,
-        direction=significant_direction(r, p, 1 - comparison.confidence),
         interval=f"ratio {fmt_ratio(r.value)}, {level} CI {fmt_ratio(r.ci_low)}–"
         f"{fmt_ratio(r.ci_high)}{p_text}",
         memory=memory,
+        plan=plan,
+        max_trials=max_trials,
     )
 
 
 def settled(r: Ratio, min_gain: float) -> bool:
-    """The adaptive plan's stop rule: the steady ratio's interval lies wholly on one
-    side of the --min-gain line (a saving worth enabling for, or not)."""
+    """The adaptive plan's stop rule: the steady ratio's interval means something and
+    lies wholly on one side of the --min-gain line (a saving worth enabling for, or
+    not). NOTE [earned intervals]."""
     line = 1.0 - min_gain
-    return r.ci_high < line or r.ci_low > line
+    return r.informative and (r.ci_high < line or r.ci_low > line)
 
 
 def verdict(
@@ -339,11 +458,14 @@ def verdict(
     *,
     min_gain: float,
     max_trials: int | None = None,
+    np_sum: ArmSummary | None = None,
 ) -> Verdict:
     """enable: a significant saving of at least min_gain. keep_off: no significant
-    gain (or a loss) while persistence holds memory. neutral: anything else.
-    With `max_trials` (the adaptive plan's cap) a verdict also needs the interval
-    settled on one side of the --min-gain line; until then it is not decided."""
+    gain (or a loss) while persistence holds memory, or persistence alone breaks the
+    memory budget. neutral: anything else. With `max_trials` (the adaptive plan's cap)
+    a verdict also needs the interval settled on one side of the --min-gain line; until
+    then it is not decided. Every sentence comes from one Assessment (NOTE [words
+    follow numbers])."""
     r = comparison.steady_epoch_ratio
     saved = comparison.saved_s_per_epoch
     if r is None or saved is None:
@@ -352,14 +474,34 @@ def verdict(
             "Not enough steady epochs were measured to decide.",
             ("need at least one steady epoch (epoch ≥ 2) in each arm",),
         )
-    ev = _evidence(comparison, p_sum, r, saved)
-    if comparison.over_budget and comparison.memory_budget_bytes is not None:
-        return _over_budget_verdict(p_sum, ev, comparison.memory_budget_bytes)
-    if max_trials is not None and not settled(r, min_gain):
-        return _unsettled_verdict(comparison, ev, min_gain, max_trials)
-    if ev.direction == "saving" and r.value <= 1.0 - min_gain:
+    a = assess(
+        r,
+        comparison.steady_epoch_p,
+        comparison.confidence,
+        min_gain,
+        comparison.steady_epoch_n or 0,
+        comparison.unit,
+    )
+    plan: PlanMode = "adaptive" if max_trials is not None else "fixed"
+    ev = _evidence(comparison, p_sum, r, saved, a, plan, max_trials)
+    budget = comparison.memory_budget_bytes
+    if comparison.over_budget and budget is not None and not comparison.non_persistent_over_budget:
+        return _over_budget_verdict(p_sum, ev, budget)
+    v = _time_verdict(comparison, ev, min_gain)
+    if comparison.over_budget and budget is not None:
+        return _neither_fits(v, p_sum, np_sum, budget)
+    return v
+
+
+def _time_verdict(comparison: Comparison, ev: _Evidence, min_gain: float) -> Verdict:
+    a, r = ev.a, ev.ratio
+    if not a.informative:
+        return _cannot_decide_verdict(ev)
+    if ev.plan == "adaptive" and a.side == "straddles":
+        return _unsettled_verdict(ev, min_gain)
+    if a.direction == "saving" and r.value <= a.line:
         return _enable_verdict(comparison, ev)
-    if ev.direction == "loss":
+    if a.direction == "loss":
         return Verdict(
             "keep_off",
             "Keep persistent_workers off: it makes steady epochs slower.",
@@ -368,32 +510,17 @@ def verdict(
                 ev.memory,
             ),
         )
-    if ev.direction == "saving":
+    if a.direction == "saving":
         return Verdict(
             "neutral",
-            f"Either way: persistence saves a little time ({fmt_seconds(saved)} per epoch).",
+            f"Either way: persistence saves a little time ({fmt_seconds(ev.saved_s)} per epoch).",
             (
                 f"steady epochs are {_pct(r.value)} faster ({ev.interval}), a real but small "
                 f"saving (below the {min_gain * 100:.0f} % worth enabling for)",
                 ev.memory,
             ),
         )
-    n = comparison.steady_epoch_n or 0
-    if r.ci_high < 1.0 or r.ci_low > 1.0:
-        # The interval is on one side but the test has too few epochs to confirm it.
-        faster = "faster" if r.ci_high < 1.0 else "slower"
-        return Verdict(
-            "neutral",
-            "Not decided: the difference is not significant with this many epochs.",
-            (
-                f"steady epochs look {_pct(r.value)} {faster} with persistent workers "
-                f"({ev.interval}), but too few were measured for the test to confirm it "
-                f"(n={n} per arm): run more --epochs or --trials",
-                ev.memory,
-            ),
-            decided=False,
-        )
-    if r.ci_low <= 1.0 - min_gain:
+    if a.side != "above":
         # NOTE [no gain needs evidence]: "no gain" is a claim of its own; the interval
         # must rule out a saving worth enabling for before it may say keep_off.
         return Verdict(
@@ -402,9 +529,8 @@ def verdict(
             f"{_pct(r.ci_low)} is still possible.",
             (
                 f"no significant difference in steady epoch time ({ev.interval}), yet the "
-                f"interval reaches below {1.0 - min_gain:.2f}: it cannot rule out a saving "
-                f"worth enabling for (--min-gain {min_gain:g}); "
-                + _what_decides(r, n, min_gain, comparison.unit),
+                f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
+                f"worth enabling for (--min-gain {min_gain:g}); " + _what_decides(ev),
                 ev.memory,
             ),
             decided=False,
@@ -413,43 +539,68 @@ def verdict(
 
 
 def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
-    """About how many more steady epochs per arm would put the interval wholly on
-    one side of 1 − min_gain (or of 1), from the measured spread: the interval
-    narrows as 1/sqrt(n). None when the ratio sits on the line itself."""
-    target = 1.0 - min_gain if r.value <= 1.0 - min_gain or r.ci_low <= 1.0 - min_gain else 1.0
-    half = (r.ci_high - r.ci_low) / 2
-    distance = abs(r.value - target)
-    if n <= 0 or half <= 0 or distance < 0.1 * half:
-        return None
-    return max(1, math.ceil(n * (half / distance) ** 2) - n)
+    """About how many more units per arm would put the interval wholly on one side of
+    1 − min_gain (or of 1), from the measured spread, on the log scale: the interval
+    narrows as 1/√n. None when the ratio sits on the line itself."""
+    return assess(r, None, CONFIDENCE, min_gain, n, None).more
 
 
-def _what_decides(r: Ratio, n: int, min_gain: float, unit: str | None) -> str:
-    more = epochs_to_decide(r, n, min_gain)
-    units = "trials" if unit == "trial" else "steady epochs"
-    if more is None:
+def _advice(ev: _Evidence, total: int) -> str:
+    """The option that acts on the plan that ran, to reach `total` units per arm."""
+    if ev.a.unit != "trial":
+        return "run --trials auto (or --trials 3 or more): one trial per arm cannot show its spread"
+    if ev.plan == "adaptive":
+        return f"raise --max-trials (to about {total})"
+    return f"run --trials {total} (or --trials auto, which stops once it is decided)"
+
+
+def _what_decides(ev: _Evidence) -> str:
+    a = ev.a
+    units = "trials" if a.unit == "trial" else "steady epochs"
+    if a.at_line:
         return (
-            f"the ratio sits at the line itself, so no practical number of {units} would "
-            "decide it: the difference is too small to matter either way"
+            f"the ratio sits within a tenth of the interval's half-width of {a.target:.2f} "
+            f"(on the log scale), so no practical number of {units} would decide it: the "
+            "difference is too small to matter either way"
         )
-    how = "raise --max-trials" if unit == "trial" else "run more --epochs or --trials"
-    return f"about {more} more {units} per arm (n={n} now) would decide it: {how}"
+    if a.more is None:
+        return _advice(ev, a.n + 1)
+    return f"about {a.more} more {units} per arm (n={a.n} now) would decide it: " + _advice(
+        ev, a.n + a.more
+    )
 
 
-def _unsettled_verdict(
-    comparison: Comparison, ev: _Evidence, min_gain: float, max_trials: int
-) -> Verdict:
-    r, n = ev.ratio, comparison.steady_epoch_n or 0
+def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
+    """NOTE [earned intervals]: an interval reaching past 10× either way is no finding."""
+    a, r = ev.a, ev.ratio
+    units = "trials" if a.unit == "trial" else "steady epochs"
+    level = f"{a.confidence * 100:.3g} %"
+    return Verdict(
+        "neutral",
+        f"Not decided: {a.n} {units} per arm with this spread cannot decide.",
+        (
+            f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but its {level} interval "
+            f"runs from {fmt_ratio(r.ci_low)} to {fmt_ratio(r.ci_high)}, more than "
+            f"{UNINFORMATIVE_FACTOR:g}× either way: the {units} spread too much for "
+            f"{a.n} per arm to say anything; " + _advice(ev, max(a.n + 2, 4)),
+            ev.memory,
+        ),
+        decided=False,
+    )
+
+
+def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
+    a, r = ev.a, ev.ratio
     look = "faster" if r.value < 1.0 else "slower"
     return Verdict(
         "neutral",
-        f"Not decided: after {n} trials per arm the saving may or may not reach "
+        f"Not decided: after {a.n} trials per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
         (
             f"steady epochs look {_pct(r.value)} {look} with persistent workers "
-            f"({ev.interval}), but the interval reaches both sides of {1.0 - min_gain:.2f}, "
-            f"and the adaptive plan stopped at its cap (--max-trials {max_trials}); "
-            + _what_decides(r, n, min_gain, comparison.unit),
+            f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
+            f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
+            + _what_decides(ev),
             ev.memory,
         ),
         decided=False,
@@ -460,15 +611,37 @@ def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdi
     peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
     reasons = [
         f"over budget: with persistent workers the process tree peaks at "
-        f"{fmt_bytes(peak)} PSS, above --memory-budget {fmt_bytes(budget)}"
+        f"{fmt_bytes(peak)} PSS, above --memory-budget {fmt_bytes(budget)}, which the "
+        "run keeps without them"
     ]
-    if ev.direction == "saving":
+    if ev.a.direction == "saving" and ev.a.informative:
         reasons.append(f"it would save {fmt_seconds(ev.saved_s)} per epoch ({ev.interval})")
     reasons.append(ev.memory)
     return Verdict(
         "keep_off",
         "Keep persistent_workers off: the run does not fit the memory budget with it.",
         tuple(reasons),
+    )
+
+
+def _neither_fits(v: Verdict, p_sum: ArmSummary, np_sum: ArmSummary | None, budget: int) -> Verdict:
+    """Both arms break the budget: persistence is not what breaks it, so the verdict
+    on time stands, and says that neither setting fits."""
+    p_peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
+    np_peak = (
+        np_sum.peak_total_pss_bytes.median
+        if np_sum is not None and np_sum.peak_total_pss_bytes
+        else None
+    )
+    line = (
+        f"neither setting fits --memory-budget {fmt_bytes(budget)}: the process tree "
+        f"peaks at {fmt_bytes(p_peak)} PSS with persistent workers and "
+        f"{fmt_bytes(np_peak)} without, so persistence is not what breaks it"
+    )
+    return dataclasses.replace(
+        v,
+        headline=f"{v.headline} Neither setting fits the memory budget.",
+        reasons=(line, *v.reasons),
     )
 
 
@@ -498,7 +671,7 @@ def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
 def _no_difference_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
     extra = comparison.extra_idle_memory_bytes
     reasons = [f"no significant difference in steady epoch time ({ev.interval})"]
-    if comparison.memory_budget_bytes is not None:
+    if comparison.memory_budget_bytes is not None and not comparison.over_budget:
         reasons.append(f"within --memory-budget {fmt_bytes(comparison.memory_budget_bytes)}")
     reasons.append(ev.memory)
     if extra is not None and extra > 1024**2:
@@ -588,15 +761,15 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                 n = ratio_sample_count(
                     name, report.arms["persistent"].trials, report.arms["non_persistent"].trials
                 )
-                out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n)
+                out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n, r.has_interval)
     for arm_name, arm in report.arms.items():
         for metric, groups in arm_groups(arm.trials).items():
             est = estimate_median(groups, seed=seed)
             if est is not None:
-                out[f"{arm_name}.{metric}"] = MetricValue(*est)
+                out[f"{arm_name}.{metric}"] = est
     if report.distributed is not None and report.distributed.nodes:
-        # Node totals are sums of per-rank medians: no interval, so gates on them
-        # are decided by the value (the largest node).
+        # Node totals are sums of per-rank medians: no interval (NOTE [earned
+        # intervals]), so a gate past its limit on them is inconclusive, never a fail.
         nodes = report.distributed.nodes
         for arm_name in ("persistent", "non_persistent"):
             for metric, attr in (
@@ -608,7 +781,9 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                 vals = [v for v in vals if v is not None]
                 if vals:
                     v = float(max(vals))
-                    out[f"{arm_name}.{metric}"] = MetricValue(v, v, v, n=len(nodes))
+                    out[f"{arm_name}.{metric}"] = MetricValue(
+                        v, v, v, n=len(nodes), has_interval=False
+                    )
     return out
 
 
@@ -636,7 +811,7 @@ def _arm_estimates(new: Report, old: Report, seed: int) -> dict[str, tuple[Estim
 def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, MetricValue]:
     """new ÷ baseline for every per-arm metric, with its interval (trial as unit)."""
     out: dict[str, MetricValue] = {
-        name: MetricValue(e.ratio.value, e.ratio.ci_low, e.ratio.ci_high, e.n)
+        name: MetricValue(e.ratio.value, e.ratio.ci_low, e.ratio.ci_high, e.n, e.ratio.has_interval)
         for name, (e, _, _) in _arm_estimates(new, old, seed).items()
     }
     # Ratios relative to the baseline's ratios (e.g. steady_epoch_ratio:+10%).
@@ -645,7 +820,9 @@ def relative_metrics(new: Report, old: Report, seed: int = 0) -> dict[str, Metri
         if name in nm and name in om and om[name].value > 0:
             base = om[name].value
             v = nm[name]
-            out[name] = MetricValue(v.value / base, v.ci_low / base, v.ci_high / base, v.n)
+            out[name] = MetricValue(
+                v.value / base, v.ci_low / base, v.ci_high / base, v.n, v.has_interval
+            )
     return out
 
 

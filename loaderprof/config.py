@@ -71,6 +71,11 @@ class RunConfig:
     trials: int | str = "auto"
     max_trials: int = 6
     warmup_trials: int = 0
+    # NOTE [timing and memory trials]: memory trials per arm, sampled deeply and not
+    # timed. Two give each memory figure a spread of its own (NOTE [earned
+    # intervals]) and the timing figures' spread a second source (NOTE [spread of an
+    # arm]).
+    memory_trials: int = 2
     seed: int = 0
     # Simulated per-batch training step in the main process (sleep: the
     # accelerator computes while the CPU is free for the workers).
@@ -148,11 +153,12 @@ class RunConfig:
         return self.trials if isinstance(self.trials, int) else FIXED_TRIALS
 
     @property
-    def memory_trials(self) -> bool:
-        """NOTE [timing and memory trials]: whether each arm runs one memory trial
-        (sampled deeply, not timed) beside its timing trials: when sampling is on and
-        the plan has room for more than one trial per arm."""
-        return self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)
+    def memory_pairs(self) -> int:
+        """NOTE [timing and memory trials]: how many memory trials (sampled deeply, not
+        timed) each arm runs beside its timing trials: `memory_trials` when sampling is
+        on and the plan has room for more than one trial per arm, else none."""
+        on = self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)
+        return self.memory_trials if on else 0
 
     @property
     def planned_trials(self) -> int:
@@ -201,6 +207,7 @@ _INT_KEYS = {
     "epochs",
     "max_trials",
     "warmup_trials",
+    "memory_trials",
     "seed",
     "train_epochs",
     "val_batch_size",
@@ -508,6 +515,8 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"--trials must be ≥ 1 (or 'auto'), got {cfg.trials}")
     if cfg.max_trials < 1:
         raise UsageError(f"--max-trials must be ≥ 1, got {cfg.max_trials}")
+    if cfg.memory_trials < 1:
+        raise UsageError(f"--memory-trials must be ≥ 1, got {cfg.memory_trials}")
     if cfg.warmup_trials < 0:
         raise UsageError(f"--warmup-trials must be ≥ 0, got {cfg.warmup_trials}")
     if cfg.train_epochs is not None and cfg.train_epochs < 1:

@@ -227,6 +227,8 @@ def format_result(g: GateResult) -> tuple[str, str]:
     """(value [CI], limit) for tables."""
     if g.value is None or g.ci_low is None or g.ci_high is None:
         shown = "–"
+    elif not g.has_interval:
+        shown = f"{format_value(g.metric, g.value, g.mode)} (n=1)"
     else:
         f = lambda v: format_value(g.metric, v, g.mode)  # noqa: E731
         shown = f"{f(g.value)} [{f(g.ci_low)}–{f(g.ci_high)}]"
@@ -275,17 +277,22 @@ def judge(
             f"{gate}: skipped ({why})",
             baseline.value if baseline else None,
         )
-    # The interval end nearest the limit decides a fail: all of it must be past.
+    # The interval end nearest the limit decides a fail: all of it must be past. A
+    # figure read once has no interval (NOTE [earned intervals]): it cannot fail.
     nearest = value.ci_low if gate.op in ("<=", "<") else value.ci_high
     if not _past(gate.op, value.value, gate.limit):
         status: GateStatus = "pass"
-    elif _past(gate.op, nearest, gate.limit):
+    elif value.has_interval and _past(gate.op, nearest, gate.limit):
         status = "fail"
     else:
         status = "inconclusive"
     kind = gate.kind
     shown = _fmt(kind, value.value, gate.mode)
-    ci = f"[{_fmt(kind, value.ci_low, gate.mode)}–{_fmt(kind, value.ci_high, gate.mode)}]"
+    ci = (
+        f"[{_fmt(kind, value.ci_low, gate.mode)}–{_fmt(kind, value.ci_high, gate.mode)}]"
+        if value.has_interval
+        else "[no interval]"
+    )
     target = (
         f"{gate.op} {gate.limit:.3f} × baseline"
         if gate.mode == "rel"
@@ -293,7 +300,12 @@ def judge(
     )
     what = "new ÷ baseline " if gate.mode == "rel" else ""
     message = f"{gate}: {status} ({what}{shown} {ci}, limit {target}, n={value.n})"
-    if status == "inconclusive":
+    if status == "inconclusive" and not value.has_interval:
+        message += (
+            ": past the limit, but read once per side, so there is no interval to say it "
+            "is beyond noise (more trials, or --memory-trials for memory figures, give one)"
+        )
+    elif status == "inconclusive":
         message += ": the median is past the limit but the interval straddles it"
     return GateResult(
         str(gate),
@@ -307,6 +319,7 @@ def judge(
         gate.mode,
         message,
         baseline.value if baseline else None,
+        has_interval=value.has_interval,
     )
 
 

@@ -204,6 +204,12 @@ class RunOptions:
         help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
         panel=MEASUREMENT,
     )
+    memory_trials: int | None = opt(
+        "--memory-trials",
+        help="Memory trials per arm (sampled deeply, not timed), run before the timing "
+        "trials: two or more give the memory figures an interval (default: 2).",
+        panel=MEASUREMENT,
+    )
     warmup_trials: int | None = opt(
         "--warmup-trials",
         help="Trials per arm run first and left out of the statistics (default: 0).",

@@ -405,13 +405,38 @@ class ArmResult:
     warmup_trials: tuple[TrialResult, ...] = ()
 
 
+# NOTE [earned intervals]: an interval reaching more than this factor from its
+# point estimate on either side says nothing a user could act on (a t with one
+# degree of freedom on two trials per arm gives such); it is reported as "cannot
+# decide with this many trials", never as a finding.
+UNINFORMATIVE_FACTOR = 10.0
+
+
 @dataclass(frozen=True)
 class Ratio:
-    """persistent / non_persistent, with its interval (see Comparison.confidence)."""
+    """persistent / non_persistent, with its interval (see Comparison.confidence).
+
+    NOTE [earned intervals]: an interval is printed, exported and gated only where
+    it was earned. A side read once has none: `has_interval` is False and ci_low =
+    ci_high = value stand for "no interval" (n=1), never for certainty. An interval
+    reaching more than UNINFORMATIVE_FACTOR from the value on either side is not
+    `informative`: it is reported as "cannot decide with this many trials"."""
 
     value: float
     ci_low: float
     ci_high: float
+    has_interval: bool = True
+
+    @property
+    def informative(self) -> bool:
+        if not self.has_interval:
+            return False
+        if self.ci_low <= 0:
+            return False
+        return (
+            self.ci_high <= self.value * UNINFORMATIVE_FACTOR
+            and self.ci_low >= self.value / UNINFORMATIVE_FACTOR
+        )
 
 
 @dataclass(frozen=True)
@@ -445,6 +470,13 @@ class Comparison:
     # The steady-epoch interval's confidence: 0.95, or the level of the look an
     # adaptive plan stopped at (NOTE [sequential looks]). The other intervals are 95 %.
     confidence: float = 0.95
+    # Whether the non-persistent arm's peak PSS total broke --memory-budget too: when
+    # both arms break it, persistence is not what breaks it.
+    non_persistent_over_budget: bool | None = None
+    # NOTE [spread of an arm]: what each arm's steady spread was learned from
+    # ("trials": the trial figures, timing and memory trials; "epochs in trials":
+    # the floor from the epochs inside each trial) and its degrees of freedom.
+    steady_epoch_spread: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -478,12 +510,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A gateable figure with its 95 % interval and the number of values behind it."""
+    """A gateable figure with its 95 % interval and the number of values behind it.
+    NOTE [earned intervals]: `has_interval` False: read once, ci_low = ci_high =
+    value, and no gate may fail on it with certainty."""
 
     value: float
     ci_low: float
     ci_high: float
     n: int
+    has_interval: bool = True
 
 
 @dataclass(frozen=True)
@@ -500,6 +535,8 @@ class GateResult:
     mode: str
     message: str
     baseline: float | None = None
+    # NOTE [earned intervals]: False when the value was read once (no interval).
+    has_interval: bool = True
 
 
 # Each check, by the name the tables show, and the findings it can report.
@@ -707,6 +744,8 @@ def to_dict(obj: Any) -> Any:
         out = {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
         if isinstance(obj, Stat):
             out["iqr"] = obj.iqr
+        if isinstance(obj, Ratio):
+            out["informative"] = obj.informative
         return out
     if isinstance(obj, Mapping):
         return {str(k): to_dict(v) for k, v in obj.items()}

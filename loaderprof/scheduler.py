@@ -27,11 +27,9 @@ ARM_PERSISTENT = TrialPlan("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
 
 
-def trial_order(
-    trials: int, seed: int, warmup: int = 0, *, memory: bool = False
-) -> list[TrialPlan]:
-    """Warm-up pairs first, then the memory pair (NOTE [timing and memory trials]),
-    then the timing pairs, alternating AB / BA throughout."""
+def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialPlan]:
+    """Warm-up pairs first, then the `memory` memory pairs (NOTE [timing and memory
+    trials]), then the timing pairs, alternating AB / BA throughout."""
     first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
     if random.Random(seed).random() < 0.5:
         first, second = second, first
@@ -39,7 +37,7 @@ def trial_order(
     timing = "timing" if memory else "both"
     for is_warmup, count, role in (
         (True, warmup, "both"),
-        (False, int(memory), "memory"),
+        (False, memory, "memory"),
         (False, trials, timing),
     ):
         for i in range(count):
@@ -149,7 +147,7 @@ def run_schedule(
     --max-trials and stops at the first look where `settled` holds."""
     adaptive = cfg.adaptive and sync is None and settled is not None
     total = cfg.max_trials if adaptive else cfg.fixed_trials
-    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_trials)
+    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
     return run_trials(
         (Scheduled(cfg, plan) for plan in plans),
         runner=runner,

@@ -268,7 +268,7 @@ def _weigh_arms(
     cap = cfg.max_trials if _adaptive(cfg) else None
     return (
         comparison,
-        analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain, max_trials=cap),
+        analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain, max_trials=cap, np_sum=n_sum),
         info,
     )
 

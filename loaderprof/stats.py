@@ -45,7 +45,7 @@ from typing import Literal
 
 import numpy as np
 
-from loaderprof.results import Ratio
+from loaderprof.results import MetricValue, Ratio
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA
@@ -63,6 +63,7 @@ class Estimate:
     unit: Unit
     # Units behind the numerator: trials, or epochs when one trial stands alone.
     n: int
+    spread: tuple[ArmSpread, ArmSpread] | None = None
 
 
 def unit_figures(groups: Sequence[Sequence[float]]) -> list[float]:
@@ -81,25 +82,109 @@ def _t_quantile(confidence: float, df: float) -> float:
     return float(stdtrit(df, 1 - (1 - confidence) / 2))
 
 
-def welch_log_ratio(
-    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
-) -> tuple[Ratio, float] | None:
-    """exp(mean log a − mean log b), its Welch t interval and two-sided p.
-    None unless both sides have two or more positive figures."""
-    if len(a) < 2 or len(b) < 2 or min(a) <= 0 or min(b) <= 0:
+# The variance of the median of m normal values, as a multiple of σ²/m: π/2 in the
+# limit, and above the exact small-m factors (1.35 at 3, 1.19 at 4), so a floor
+# built on it errs wide. Two values' median is their mean.
+_MEDIAN_VARIANCE_FACTOR = math.pi / 2
+
+
+@dataclass(frozen=True)
+class ArmSpread:
+    """NOTE [spread of an arm]: the variance of one trial figure of an arm (log
+    scale), the degrees of freedom behind it, and what it was learned from.
+
+    The trial figures' own spread (between trials) is the honest measure, but two
+    trials give it one degree of freedom, and a t with one is so heavy-tailed that
+    two trials per arm decide almost nothing. Two sources add degrees of freedom
+    without touching the level: the arm's memory trials (the same arm, run the same
+    way, sampled deeply: their epochs are not timed for the level, since sampling
+    shifts it, but their spread between trials is run-to-run spread of the same
+    kind, at least as wide), pooled about their own mean; and the epochs inside
+    each trial, whose spread sets a floor under the trial figure's variance
+    (σ²_within × π/2 ÷ m for a median of m) with many degrees of freedom. The
+    floor replaces the between-trial estimate only when it is the larger, so it
+    can only widen what the trials alone would show; benchmarks/interval_coverage.py
+    measures the coverage of the whole rule, unequal arm spreads included."""
+
+    var: float
+    df: float
+    source: Literal["trials", "epochs in trials"]
+
+
+def _logs(values: Sequence[float]) -> np.ndarray:
+    return np.log(np.asarray(values, dtype=float))
+
+
+def arm_spread(
+    figures: Sequence[float],
+    extra: Sequence[float] = (),
+    groups: Sequence[Sequence[float]] = (),
+) -> ArmSpread | None:
+    """The spread of one arm's trial figure (NOTE [spread of an arm]): `figures` the
+    timing trials' figures, `extra` other trials' figures of the same arm (memory
+    trials), `groups` the values each timing figure is the median of."""
+    ss, dof = 0.0, 0
+    for part in (figures, extra):
+        if len(part) >= 2 and min(part) > 0:
+            x = _logs(part)
+            ss += float(((x - x.mean()) ** 2).sum())
+            dof += x.size - 1
+    if dof == 0:
         return None
-    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    d = float(la.mean() - lb.mean())
-    va, vb = float(la.var(ddof=1)) / la.size, float(lb.var(ddof=1)) / lb.size
+    spread = ArmSpread(ss / dof, float(dof), "trials")
+    w_ss, w_dof, sizes = 0.0, 0, []
+    for g in groups:
+        if len(g) >= 2 and min(g) > 0:
+            x = _logs(g)
+            w_ss += float(((x - x.mean()) ** 2).sum())
+            w_dof += x.size - 1
+            sizes.append(x.size)
+    if w_dof:
+        m = len(sizes) / sum(1 / s for s in sizes)
+        factor = _MEDIAN_VARIANCE_FACTOR if m > 2 else 1.0
+        floor = factor * (w_ss / w_dof) / m
+        if floor > spread.var:
+            spread = ArmSpread(floor, float(w_dof), "epochs in trials")
+    return spread
+
+
+def log_ratio_test(
+    a: Sequence[float],
+    b: Sequence[float],
+    spread_a: ArmSpread,
+    spread_b: ArmSpread,
+    confidence: float = CONFIDENCE,
+) -> tuple[Ratio, float | None]:
+    """exp(mean log a − mean log b) with its t interval and two-sided p, from one
+    statistic (so p < 1 − confidence exactly when the interval leaves 1 out);
+    degrees of freedom by Welch-Satterthwaite over the two arms' spreads."""
+    d = float(_logs(a).mean() - _logs(b).mean())
+    va, vb = spread_a.var / len(a), spread_b.var / len(b)
     se = math.sqrt(va + vb)
-    if se == 0:
-        return Ratio(math.exp(d), math.exp(d), math.exp(d)), (0.0 if d != 0 else 1.0)
-    df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1))
+    # Below rounding of equal logs: no spread at all.
+    if se <= 1e-12 * max(1.0, abs(d)):
+        # No spread seen at all: nothing to build an interval or a test on (NOTE
+        # [earned intervals]), however many units.
+        v = math.exp(d)
+        return Ratio(v, v, v, has_interval=False), None
+    df = (va + vb) ** 2 / (va**2 / spread_a.df + vb**2 / spread_b.df)
     from scipy.special import stdtr
 
     half = _t_quantile(confidence, df) * se
     p = float(2 * stdtr(df, -abs(d) / se))
     return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half)), p
+
+
+def welch_log_ratio(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[Ratio, float | None] | None:
+    """exp(mean log a − mean log b), its Welch t interval and two-sided p.
+    None unless both sides have two or more positive figures."""
+    if len(a) < 2 or len(b) < 2 or min(a) <= 0 or min(b) <= 0:
+        return None
+    sa, sb = arm_spread(a), arm_spread(b)
+    assert sa is not None and sb is not None
+    return log_ratio_test(a, b, sa, sb, confidence)
 
 
 def estimate_ratio(
@@ -108,41 +193,59 @@ def estimate_ratio(
     *,
     seed: int,
     confidence: float = CONFIDENCE,
+    extra_a: Sequence[Sequence[float]] = (),
+    extra_b: Sequence[Sequence[float]] = (),
 ) -> Estimate | None:
-    """a ÷ b from per-trial groups of values (NOTE [trial is the unit])."""
+    """a ÷ b from per-trial groups of values (NOTE [trial is the unit]); `extra_*`:
+    other trials of each arm that inform its spread only (NOTE [spread of an arm]).
+    `seed` is kept for callers; the estimate is deterministic."""
+    del seed
     fa, fb = unit_figures(a), unit_figures(b)
-    trial_level = welch_log_ratio(fa, fb, confidence)
-    if trial_level is not None:
-        return Estimate(trial_level[0], trial_level[1], "trial", len(fa))
+    if len(fa) >= 2 and len(fb) >= 2 and min(fa) > 0 and min(fb) > 0:
+        sa = arm_spread(fa, unit_figures(extra_a), a)
+        sb = arm_spread(fb, unit_figures(extra_b), b)
+        assert sa is not None and sb is not None
+        r, p = log_ratio_test(fa, fb, sa, sb, confidence)
+        return Estimate(r, p, "trial", len(fa), spread=(sa, sb))
     pa, pb = _pooled(a), _pooled(b)
-    r = bootstrap_ratio(pa, pb, seed, confidence)
-    if r is None:
+    if not pa or not pb or min(pa) <= 0 or min(pb) <= 0:
         return None
-    return Estimate(r, mann_whitney_p(pa, pb), "epoch", len(pa))
+    value = math.exp(float(_logs(pa).mean() - _logs(pb).mean()))
+    if len(pa) < 2 or len(pb) < 2:
+        # NOTE [earned intervals]: read once on a side: a value, not an interval.
+        return Estimate(Ratio(value, value, value, has_interval=False), None, "epoch", len(pa))
+    # One trial on a side: its epochs stand in as units, tested as trials are.
+    sa, sb = arm_spread(pa), arm_spread(pb)
+    assert sa is not None and sb is not None
+    r, p = log_ratio_test(pa, pb, sa, sb, confidence)
+    return Estimate(r, p, "epoch", len(pa), spread=(sa, sb))
 
 
 def estimate_median(
     groups: Sequence[Sequence[float]], *, seed: int, confidence: float = CONFIDENCE
-) -> tuple[float, float, float, int] | None:
-    """(median of all values, low, high, units): the interval's width comes from the
-    spread of the trial figures (t on their logs, or on the values when some are
-    not positive); from a bootstrap of the values when there is one trial."""
+) -> MetricValue | None:
+    """The median of all values with its interval and units: the interval's width
+    comes from the spread of the trial figures (t on their logs, or on the values when
+    some are not positive); from a bootstrap of the values when there is one trial;
+    none when there is one value (NOTE [earned intervals])."""
     pooled = _pooled(groups)
     if not pooled:
         return None
     med = float(np.median(pooled))
     figures = unit_figures(groups)
+    if len(pooled) == 1:
+        return MetricValue(med, med, med, 1, has_interval=False)
     if len(figures) < 2:
         est = bootstrap_median(pooled, seed, confidence)
         assert est is not None
-        return (*est, len(pooled))
+        return MetricValue(*est, len(pooled))
     x = np.asarray(figures, dtype=float)
     q = _t_quantile(confidence, x.size - 1)
     if x.min() > 0:
         half = q * float(np.log(x).std(ddof=1)) / math.sqrt(x.size)
-        return med, med * math.exp(-half), med * math.exp(half), x.size
+        return MetricValue(med, med * math.exp(-half), med * math.exp(half), x.size)
     half = q * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return med, med - half, med + half, x.size
+    return MetricValue(med, med - half, med + half, x.size)
 
 
 def bootstrap_ratio(

@@ -17,12 +17,11 @@ DATASET = "loaderprof.examples:CheapDataset"
 
 
 def _per_arm(runner: FakeRunner) -> dict[str, int]:
-    """Timing trials per arm; each arm's one memory trial runs first and is not counted."""
-    memory = [plan for _, plan in runner.calls[:2]]
-    assert {p.role for p in memory} == {"memory"} and {p.arm for p in memory} == {
-        "persistent",
-        "non_persistent",
-    }
+    """Timing trials per arm; each arm's two memory trials run first, A B B A, and are
+    not counted."""
+    memory = [plan for _, plan in runner.calls[:4]]
+    assert {p.role for p in memory} == {"memory"}
+    assert [p.arm for p in memory[:2]] == [p.arm for p in memory[2:]][::-1]
     arms = [plan.arm for _, plan in runner.calls if plan.role != "memory"]
     return {a: arms.count(a) for a in set(arms)}
 
@@ -90,12 +89,12 @@ def test_fixed_plan_and_torchrun_do_not_adapt() -> None:
     cfg = RunConfig(dataset=DATASET, trials=3, epochs=3)
     runner = FakeRunner()
     run_schedule(cfg, runner=runner, settled=settled_rule(cfg))
-    assert len(runner.calls) == 2 + 6
+    assert len(runner.calls) == 4 + 6
     # Under torchrun (a barrier) every rank runs the same fixed plan of 3.
     auto = RunConfig(dataset=DATASET, epochs=3)
     runner = FakeRunner()
     run_schedule(auto, runner=runner, settled=settled_rule(auto), sync=lambda: None)
-    assert len(runner.calls) == 2 + 6
+    assert len(runner.calls) == 4 + 6
 
 
 @pytest.mark.parametrize(

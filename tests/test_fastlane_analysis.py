@@ -48,10 +48,12 @@ def test_compare_and_verdict_share_one_significance() -> None:
     c, rec = _compare([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
     assert analysis.significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) == "saving"
     assert c.break_even_epochs is not None and rec == "enable"
-    # Two steady epochs per arm: the interval is below 1 but p cannot reach ALPHA, so
-    # neither compare (no break-even) nor verdict (no enable) treats it as a saving.
+    # Two identical steady epochs per arm: no spread seen, so no interval and no test
+    # (NOTE [earned intervals]): neither compare (no break-even) nor verdict (no
+    # enable) treats it as a saving.
     c, rec = _compare([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
-    assert c.steady_epoch_p is not None and c.steady_epoch_p >= analysis.ALPHA
+    assert c.steady_epoch_p is None and c.steady_epoch_ratio is not None
+    assert not c.steady_epoch_ratio.has_interval
     assert analysis.significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) is None
     assert c.break_even_epochs is None and rec == "neutral"
     # A significant loss.

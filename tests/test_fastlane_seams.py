@@ -21,13 +21,13 @@ def test_schedule_interleaves_arms_and_runs_every_trial() -> None:
     runner = FakeRunner()
     outcome = run_schedule(cfg, runner=runner)
     arms = [plan.arm for _, plan in runner.calls]
-    assert arms == [p.arm for p in trial_order(3, cfg.seed, memory=True)]
+    assert arms == [p.arm for p in trial_order(3, cfg.seed, memory=2)]
     # A B B A: each pair swaps the order of the one before.
     assert arms[0:2] == arms[2:4][::-1]
-    # NOTE [timing and memory trials]: one memory pair first, then 3 timing pairs.
+    # NOTE [timing and memory trials]: two memory pairs first, then 3 timing pairs.
     roles = [plan.role for _, plan in runner.calls]
-    assert roles == ["memory"] * 2 + ["timing"] * 6
-    assert len(outcome.trials) == 8 and outcome.interrupted is None
+    assert roles == ["memory"] * 4 + ["timing"] * 6
+    assert len(outcome.trials) == 10 and outcome.interrupted is None
 
 
 def test_schedule_stops_at_the_first_failure_and_keeps_what_was_measured() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from loaderprof import analysis, stats
-from loaderprof.results import Ratio
+from loaderprof.results import MetricValue, Ratio
 from test_analysis import _trial
 
 TRUE_RATIO = 0.8
@@ -67,8 +67,9 @@ def test_welch_on_trial_figures_known_answer() -> None:
     assert r.value == pytest.approx(0.5)
     assert r.ci_low < 0.5 < r.ci_high and p < 0.01
     # Identical arms: no difference, p = 1.
+    # No spread at all: no interval and no test (NOTE [earned intervals]).
     same = stats.welch_log_ratio([1.0, 1.0], [1.0, 1.0])
-    assert same == (Ratio(1.0, 1.0, 1.0), 1.0)
+    assert same == (Ratio(1.0, 1.0, 1.0, has_interval=False), None)
     # A higher confidence widens the interval.
     wide, _ = stats.welch_log_ratio([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], 0.99)  # type: ignore[misc]
     assert wide.ci_low < r.ci_low and wide.ci_high > r.ci_high
@@ -85,14 +86,16 @@ def test_one_trial_per_arm_falls_back_to_its_epochs_and_says_so() -> None:
 
 def test_per_arm_interval_comes_from_the_spread_of_trial_figures() -> None:
     tight = stats.estimate_median([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], seed=0)
-    assert tight == (1.0, 1.0, 1.0, 3)
+    assert tight == MetricValue(1.0, 1.0, 1.0, 3)
     spread = stats.estimate_median([[1.0, 1.0], [1.5, 1.5], [0.8, 0.8]], seed=0)
     assert spread is not None
-    med, lo, hi, n = spread
-    assert med == 1.0 and lo < 1.0 < hi and n == 3
+    assert spread.value == 1.0 and spread.ci_low < 1.0 < spread.ci_high and spread.n == 3
     # A zero figure (no idle workers): the interval is taken on the values themselves.
     zero = stats.estimate_median([[0.0], [10.0], [20.0]], seed=0)
-    assert zero is not None and zero[1] < 10.0 < zero[2]
+    assert zero is not None and zero.ci_low < 10.0 < zero.ci_high
+    # Read once (one memory trial): a value, never an interval (NOTE [earned intervals]).
+    once = stats.estimate_median([[5.0]], seed=0)
+    assert once == MetricValue(5.0, 5.0, 5.0, 1, has_interval=False)
 
 
 def test_looks_and_their_confidence() -> None:

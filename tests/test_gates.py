@@ -110,8 +110,8 @@ def test_missing_metric_is_skipped_and_strict_fails_inconclusive() -> None:
 
 
 def test_evaluate_absolute_and_relative() -> None:
-    old = _report([3.0, 1.0, 1.0, 1.0, 1.0], [3.0, 2.0, 2.0, 2.0, 2.0])
-    new = _report([3.0, 1.5, 1.5, 1.5, 1.5], [3.0, 2.0, 2.0, 2.0, 2.0])
+    old = _report([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
+    new = _report([3.0, 1.5, 1.515, 1.485, 1.5], [3.0, 2.0, 2.02, 1.98, 2.0])
     gates = [
         parse_gate("steady_epoch_ratio:<=0.9"),
         parse_gate("steady_epoch_s:+10%"),
@@ -142,14 +142,39 @@ def test_mann_whitney_and_bootstrap_median() -> None:
     assert est is not None and est[0] == 3.0 and est[1] <= 3.0 <= est[2]
 
 
+def _peaks(p_pss: int, n_pss: int, budget: int) -> Report:
+    """The fast pair, each arm's tree peaking at its own PSS total."""
+    p, n = _pair([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
+    p = dataclasses.replace(p, memory=dataclasses.replace(p.memory, peak_total_pss_bytes=p_pss))
+    n = dataclasses.replace(n, memory=dataclasses.replace(n.memory, peak_total_pss_bytes=n_pss))
+    return build_report(
+        RunConfig(dataset="a:B", epochs=5, trials=1, memory_budget_bytes=budget),
+        [p, n],
+        imported={"torch": "2.x", "start_method": "fork"},
+    )
+
+
 def test_memory_budget_turns_verdict_to_keep_off() -> None:
     fast = ([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
     assert _report(*fast).verdict.recommendation == "enable"  # type: ignore[union-attr]
-    over = _report(*fast, memory_budget_bytes=100 * MiB)
+    # Persistence alone breaks the budget: the non-persistent arm keeps it.
+    over = _peaks(300 * MiB, 90 * MiB, budget=100 * MiB)
     assert over.verdict is not None and over.verdict.recommendation == "keep_off"
     assert any("over budget" in r for r in over.verdict.reasons)
     fits = _report(*fast, memory_budget_bytes=GiB)
     assert fits.verdict is not None and fits.verdict.recommendation == "enable"
+
+
+def test_both_arms_over_budget_do_not_blame_persistence() -> None:
+    # The issue's case: both arms peak at the same PSS above the budget; the time
+    # verdict stands and says neither setting fits.
+    both = _peaks(600 * MiB, 600 * MiB, budget=590 * MiB)
+    v = both.verdict
+    assert v is not None and v.recommendation == "enable"
+    assert "Neither setting fits the memory budget" in v.headline
+    assert v.reasons[0].startswith("neither setting fits --memory-budget 590.0 MiB")
+    assert "persistence is not what breaks it" in v.reasons[0]
+    assert not any(r.startswith("over budget") for r in v.reasons)
 
 
 def test_verdict_needs_a_significant_test() -> None:
@@ -169,7 +194,7 @@ def test_trial_order_is_abba_with_warmups_first() -> None:
 
 
 def test_exporters_render_a_report() -> None:
-    report = _report([3.0, 1.0, 1.0, 1.0, 1.0], [3.0, 2.0, 2.0, 2.0, 2.0])
+    report = _report([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
     results, status = evaluate(report, [parse_gate("steady_epoch_ratio:<=0.4")])
     report = dataclasses.replace(report, gates=results, gate_status=status)
     md = to_markdown(report)

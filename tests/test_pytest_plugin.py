@@ -172,7 +172,7 @@ def test_assert_gates_judges_the_projects_tool_loaderprof_gates(
             def run(strict):
                 return loaderprof.compare(
                     "loaderprof.examples:CheapDataset", config=None, epochs=3, trials=2,
-                    gates=["steady_epoch_ratio:<=0.95"], strict=strict,
+                    gates=["steady_epoch_ratio:<=0.95"], strict=strict, memory_trials=1,
                     runner=FakeRunner(startup_s=0.0),
                 )
 

@@ -127,7 +127,7 @@ def trial_progress(
         console=console,
         transient=True,
     )
-    trials = cfg.planned_trials + int(cfg.memory_trials)
+    trials = cfg.planned_trials + cfg.memory_pairs
     task = progress.add_task("starting", total=trials * 2 * cfg.epochs)
     # An adaptive plan may stop at any look: its total is the cap.
     of = f" (≤{cfg.max_trials}, adaptive)" if cfg.adaptive else f"/{cfg.fixed_trials}"

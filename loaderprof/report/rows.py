@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loaderprof.results import ARM_LABEL, ArmResult, Ratio, Report, Stat
+from loaderprof.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
 from loaderprof.units import fmt_bytes, fmt_seconds
 from loaderprof.units import fmt_ratio as ratio_text
 
@@ -36,18 +36,19 @@ _MEMORY_CAPTION = (
 
 
 def interval_text(report: Report, *, brief: bool = False) -> str:
-    """What the ratio column's intervals are (NOTE [trial is the unit])."""
+    """What the ratio column is (NOTE [trial is the unit]): a ratio of geometric
+    means, which need not equal the medians' ratio beside it."""
     c = report.comparison
-    unit = "trial medians" if c is None or c.unit == "trial" else "the epochs of one trial"
-    on = "" if brief else f" on {unit}"
+    unit = "trial medians" if c is None or c.unit == "trial" else "one trial's epochs"
+    what = f"ratio of geometric means of {unit}, persistent ÷ non-persistent"
+    wide = "" if brief else f"; [too wide]: beyond {UNINFORMATIVE_FACTOR:g}× either way"
     if c is None or abs(c.confidence - 0.95) < 1e-9:
-        return f"ratio persistent ÷ non-persistent [95 % CI{on}]"
+        return f"{what} [95 % CI{wide}]"
     level = f"{c.confidence * 100:.3g} %"
     if brief:
-        return f"ratio persistent ÷ non-persistent [CI: steady {level}, rest 95 %]"
+        return f"{what} [CI: steady {level}, rest 95 %]"
     return (
-        f"ratio persistent ÷ non-persistent [CI on {unit}: steady epoch at {level} "
-        "(the adaptive plan's look), the rest at 95 %]"
+        f"{what} [CI: steady epoch at {level} (the adaptive plan's look), the rest at 95 %{wide}]"
     )
 
 
@@ -87,8 +88,14 @@ def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
 
 
 def fmt_ratio(r: Ratio | None) -> str:
+    """NOTE [earned intervals]: an interval only where one was earned."""
     if r is None:
         return "–"
+    if not r.has_interval:
+        # Read once on a side, or no spread at all: a value, not an interval.
+        return f"{ratio_text(r.value)} (no CI)"
+    if not r.informative:
+        return f"{ratio_text(r.value)} [too wide]"
     return f"{ratio_text(r.value)} [{ratio_text(r.ci_low)}–{ratio_text(r.ci_high)}]"
 
 
