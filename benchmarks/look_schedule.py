@@ -10,7 +10,11 @@ loaderprof's own Welch interval and stopping rule:
 * blocks: 2, 4, 6 (a look after every A B B A block);
 * loaderprof: 2, 3, 4, 6 (one extra look, one trial pair after the first);
 * pairs: 2, 3, 4, 5, 6 (a look after every pair);
-* fixed 5 and fixed 6 at 95 %, for reference.
+* fixed 5 and fixed 6 at 95 %, for reference;
+* "+ memory trials": loaderprof's looks with each arm's spread pooled with two
+  memory trials' figures (NOTE [spread of an arm]; drawn with the same spread, their
+  level 1.2× the timing trials'), as the plan runs now. The epoch floor is left out
+  (no epochs are drawn), so this errs slow.
 
 For each it reports the mean trials per arm at the stop, how often it ended
 undecided at the cap, and how often it decided wrongly (enable with a true
@@ -34,11 +38,15 @@ import numpy as np
 
 from loaderprof.analysis import settled
 from loaderprof.config import RunConfig
-from loaderprof.stats import look_points, spent_confidences, welch_log_ratio
+from loaderprof.stats import arm_spread, log_ratio_test, look_points, spent_confidences
 
 MIN_GAIN = RunConfig.min_gain  # the default --min-gain
 LINE = 1 - MIN_GAIN
 CAP = 6
+
+MEMORY_TRIALS = 2
+MEMORY_SHIFT = 1.2
+WITH_MEMORY = "loaderprof " + ",".join(map(str, look_points(CAP))) + " + memory trials"
 
 SCHEDULES: dict[str, list[int]] = {
     "blocks 2,4,6": [2, 4, 6],
@@ -46,6 +54,7 @@ SCHEDULES: dict[str, list[int]] = {
     "pairs 2,3,4,5,6": [2, 3, 4, 5, 6],
     "fixed 5": [5],
     "fixed 6": [6],
+    WITH_MEMORY: look_points(CAP),
 }
 
 # name: (true persistent ÷ non-persistent ratio, log-SD of persistent trial
@@ -63,12 +72,19 @@ SCENARIOS: dict[str, tuple[float, float, float]] = {
 }
 
 
-def run_schedule(a: np.ndarray, b: np.ndarray, points: list[int]) -> tuple[int, str]:
+def run_schedule(
+    a: np.ndarray,
+    b: np.ndarray,
+    points: list[int],
+    memory: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[int, str]:
     """(trials per arm at the stop, 'enable' / 'keep_off' / 'undecided')."""
+    ma, mb = memory if memory is not None else ([], [])
     for k, level in zip(points, spent_confidences(points), strict=True):
-        res = welch_log_ratio(list(a[:k]), list(b[:k]), level)
-        assert res is not None
-        r = res[0]
+        fa, fb = list(a[:k]), list(b[:k])
+        sa, sb = arm_spread(fa, list(ma)), arm_spread(fb, list(mb))
+        assert sa is not None and sb is not None
+        r, _ = log_ratio_test(fa, fb, sa, sb, level)
         if settled(r, MIN_GAIN):
             return k, "enable" if r.ci_high < LINE else "keep_off"
     return points[-1], "undecided"
@@ -80,11 +96,20 @@ def scenario(ratio: float, sd_a: float, sd_b: float, runs: int, seed: int) -> di
         (rng.lognormal(math.log(ratio), sd_a, CAP), rng.lognormal(0.0, sd_b, CAP))
         for _ in range(runs)
     ]
+    # Drawn after the timing figures, so the other schedules see the same draws as before.
+    shift = math.log(MEMORY_SHIFT)
+    memory = [
+        (
+            rng.lognormal(math.log(ratio) + shift, sd_a, MEMORY_TRIALS),
+            rng.lognormal(shift, sd_b, MEMORY_TRIALS),
+        )
+        for _ in range(runs)
+    ]
     out: dict[str, Any] = {}
     for name, points in SCHEDULES.items():
         trials, undecided, wrong = 0, 0, 0
-        for a, b in draws:
-            k, decision = run_schedule(a, b, points)
+        for (a, b), mem in zip(draws, memory, strict=True):
+            k, decision = run_schedule(a, b, points, mem if name == WITH_MEMORY else None)
             trials += k
             undecided += decision == "undecided"
             wrong += (decision == "enable" and ratio >= LINE) or (

@@ -395,7 +395,7 @@ class _Evidence:
 
     a: Assessment
     saved_s: float
-    # "ratio 0.50, 95 % CI 0.48–0.52, Welch t on 3 trial medians per arm, p=0.01"
+    # "ratio 0.50, 95 % CI 0.48–0.52, t on the logs of 3 trial medians per arm, p=0.01"
     interval: str
     # What the persistent workers hold between epochs.
     memory: str

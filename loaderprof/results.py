@@ -454,8 +454,8 @@ class Comparison:
     break_even_epochs: int | None
     train_epochs: int
     saved_s_total: float | None
-    # Two-sided p-values of persistent vs non-persistent: a Welch t on the logs of
-    # the trial figures, or Mann-Whitney on the values when an arm has one trial.
+    # Two-sided p-values of persistent vs non-persistent, from the t statistic that
+    # gives each interval (NOTE [spread of an arm]); None where there is no interval.
     steady_epoch_p: float | None = None
     cold_epoch_p: float | None = None
     first_batch_p: float | None = None

@@ -6,13 +6,15 @@ not independent draws. Pooling them makes intervals too narrow whenever trials
 differ from each other (pyperf treats each worker process as its unit for the
 same reason). So each trial is reduced to one figure (the median of its
 values: its steady epochs, its first batches; a memory peak is already one per
-trial) and the arms are compared on those figures: a Welch t on their logs,
-whose interval is exp(difference of mean logs ± t·SE). With a handful of
-trials a t interval keeps its nominal coverage where a bootstrap of 3 units
-cannot (benchmarks/interval_coverage.py measures both). Only with a single
-trial in an arm, where trial-to-trial spread cannot be seen, do the epochs
-stand in as units (a percentile bootstrap and Mann-Whitney), and the report
-says so.
+trial) and the arms are compared on those figures: a t on their logs, whose
+interval is exp(difference of mean logs ± t·SE) and whose p comes from the same
+statistic, so the two always agree. Each arm's variance and degrees of freedom
+come from NOTE [spread of an arm]; the two arms' combine by Welch-Satterthwaite.
+With a handful of trials a t interval keeps its nominal coverage where a
+bootstrap of 3 units cannot (benchmarks/interval_coverage.py measures both).
+Only with a single trial in an arm, where trial-to-trial spread cannot be seen,
+do the epochs stand in as units (the same t on their logs), and the report says
+so.
 
 NOTE [sequential looks]: the adaptive plan looks at the data at 2 and 3 trials
 per arm, then after every A B B A block (4, 6, ...) and at its cap, and stops once
@@ -24,10 +26,11 @@ bound the chance that any look's interval misses the truth stays at most α,
 wherever the plan stops. Spending little early keeps most of α for the last look:
 at the cap the plan decides about as often as a fixed plan of one trial fewer.
 The look at 3 is there because of Welch's degrees of freedom: with two trials per
-arm they fall to about one whenever one arm's trials spread more than the other's
-(a fast persistent arm usually does), and a t with one degree of freedom is so
-heavy-tailed that even a 16-fold saving settles at 99.4 % only about half the
-time; a third trial per arm lifts them to about two, where it settles. Simulated
+arm and their spread alone they fall to about one whenever one arm's trials spread
+more than the other's (a fast persistent arm usually does), and a t with one degree
+of freedom is so heavy-tailed that even a 16-fold saving settles at 99.4 % only
+about half the time; a third trial per arm lifts them to about two. The memory
+trials' spread (NOTE [spread of an arm]) now gives the first look two per arm too. Simulated
 (benchmarks/look_schedule.py), the look at 3 cuts the trials such a saving needs
 from 3.1 to 2.55 per arm on average and decides as often at the cap as looks at
 2, 4, 6; a look after every pair cuts the same on plain savings but takes more of

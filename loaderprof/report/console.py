@@ -306,7 +306,7 @@ def brief_summary_table(report: Report) -> Table:
             _compared(row, k),
             style=row.emphasis or None,
         )
-    t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · -v: n, epochs, RSS"
+    t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · -v: n, epochs, RSS, main process"
     return t
 
 
