@@ -306,7 +306,8 @@ def brief_summary_table(report: Report) -> Table:
             _compared(row, k),
             style=row.emphasis or None,
         )
-    t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · -v: n, epochs, RSS, main process"
+    more = "-v: n, epochs, RSS, main process"
+    t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · {more}"
     return t
 
 
