@@ -102,7 +102,8 @@ class ArmSpread:
     without touching the level: the arm's memory trials (the same arm, run the same
     way, sampled deeply: their epochs are not timed for the level, since sampling
     shifts it, but their spread between trials is run-to-run spread of the same
-    kind, at least as wide), pooled about their own mean; and the epochs inside
+    kind, at least as wide), pooled about their own mean (never below the timing
+    trials' own spread, so coverage holds should they spread less); and the epochs inside
     each trial, whose spread sets a floor under the trial figure's variance
     (σ²_within × π/2 ÷ m for a median of m) with many degrees of freedom. The
     floor replaces the between-trial estimate only when it is the larger, so it
@@ -126,15 +127,19 @@ def arm_spread(
     """The spread of one arm's trial figure (NOTE [spread of an arm]): `figures` the
     timing trials' figures, `extra` other trials' figures of the same arm (memory
     trials), `groups` the values each timing figure is the median of."""
-    ss, dof = 0.0, 0
+    ss, dof, own = 0.0, 0, 0.0
     for part in (figures, extra):
         if len(part) >= 2 and min(part) > 0:
             x = _logs(part)
             ss += float(((x - x.mean()) ** 2).sum())
             dof += x.size - 1
+            if part is figures:
+                own = ss / dof
     if dof == 0:
         return None
-    spread = ArmSpread(ss / dof, float(dof), "trials")
+    # The memory trials lend degrees of freedom and may widen the spread, never narrow
+    # the timing trials' own: should they spread less than assumed, coverage holds.
+    spread = ArmSpread(max(ss / dof, own), float(dof), "trials")
     w_ss, w_dof, sizes = 0.0, 0, []
     for g in groups:
         if len(g) >= 2 and min(g) > 0:
