@@ -768,8 +768,9 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             if est is not None:
                 out[f"{arm_name}.{metric}"] = est
     if report.distributed is not None and report.distributed.nodes:
-        # Node totals are sums of per-rank medians: no interval (NOTE [earned
+        # Node memory totals are sums of per-rank medians: no interval (NOTE [earned
         # intervals]), so a gate past its limit on them is inconclusive, never a fail.
+        # Worker processes alive at once are counted, not estimated: exact.
         nodes = report.distributed.nodes
         for arm_name in ("persistent", "non_persistent"):
             for metric, attr in (
@@ -782,7 +783,7 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                 if vals:
                     v = float(max(vals))
                     out[f"{arm_name}.{metric}"] = MetricValue(
-                        v, v, v, n=len(nodes), has_interval=False
+                        v, v, v, n=len(nodes), has_interval=metric == "node_worker_processes"
                     )
     return out
 
