@@ -575,14 +575,25 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
     level = f"{a.confidence * 100:.3g} %"
+    if not r.has_interval:
+        why = (
+            f"no interval: one reading per arm, or {units} that did not differ at all, "
+            "show no spread to judge it by"
+        )
+        headline = f"Not decided: {a.n} {units} per arm show no spread to decide on."
+    else:
+        # The endpoints stay in the JSON: printed, they would read as a finding.
+        why = (
+            f"its {level} interval reaches more than {UNINFORMATIVE_FACTOR:g}× either way "
+            f"of it: the {units} spread too much for {a.n} per arm to say anything"
+        )
+        headline = f"Not decided: {a.n} {units} per arm with this spread cannot decide."
     return Verdict(
         "neutral",
-        f"Not decided: {a.n} {units} per arm with this spread cannot decide.",
+        headline,
         (
-            f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but its {level} interval "
-            f"runs from {fmt_ratio(r.ci_low)} to {fmt_ratio(r.ci_high)}, more than "
-            f"{UNINFORMATIVE_FACTOR:g}× either way: the {units} spread too much for "
-            f"{a.n} per arm to say anything; " + _advice(ev, max(a.n + 2, 4)),
+            f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but {why}; "
+            + _advice(ev, max(a.n + 2, 4)),
             ev.memory,
         ),
         decided=False,
