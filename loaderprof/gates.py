@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from loaderprof.errors import UsageError
-from loaderprof.results import FINDING_IDS, GateResult, GateStatus, MetricValue, Report
+from loaderprof.results import (
+    FINDING_IDS,
+    UNINFORMATIVE_FACTOR,
+    GateResult,
+    GateStatus,
+    MetricValue,
+    Report,
+)
 from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (
@@ -223,15 +230,23 @@ def format_value(metric: str, v: float, mode: str = "abs") -> str:
     return _fmt(metric_kind(metric), v, mode)
 
 
+def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earned: bool) -> str:
+    """NOTE [earned intervals]: "[low–high]" only where it was earned and means something."""
+    if not earned:
+        return "[no interval]"
+    if value > 0 and (high > value * UNINFORMATIVE_FACTOR or low < value / UNINFORMATIVE_FACTOR):
+        return "[too wide]"
+    return f"[{_fmt(kind, low, mode)}–{_fmt(kind, high, mode)}]"
+
+
 def format_result(g: GateResult) -> tuple[str, str]:
     """(value [CI], limit) for tables."""
     if g.value is None or g.ci_low is None or g.ci_high is None:
         shown = "–"
-    elif not g.has_interval:
-        shown = f"{format_value(g.metric, g.value, g.mode)} (n=1)"
     else:
-        f = lambda v: format_value(g.metric, v, g.mode)  # noqa: E731
-        shown = f"{f(g.value)} [{f(g.ci_low)}–{f(g.ci_high)}]"
+        kind = metric_kind(g.metric)
+        ci = _bracket(kind, g.mode, g.value, g.ci_low, g.ci_high, g.has_interval)
+        shown = f"{format_value(g.metric, g.value, g.mode)} {ci}"
     if g.mode == "rel":
         return shown, f"{g.op} {g.limit:.3f} × baseline"
     return shown, f"{g.op} {format_value(g.metric, g.limit)}"
@@ -288,11 +303,7 @@ def judge(
         status = "inconclusive"
     kind = gate.kind
     shown = _fmt(kind, value.value, gate.mode)
-    ci = (
-        f"[{_fmt(kind, value.ci_low, gate.mode)}–{_fmt(kind, value.ci_high, gate.mode)}]"
-        if value.has_interval
-        else "[no interval]"
-    )
+    ci = _bracket(kind, gate.mode, value.value, value.ci_low, value.ci_high, value.has_interval)
     target = (
         f"{gate.op} {gate.limit:.3f} × baseline"
         if gate.mode == "rel"
