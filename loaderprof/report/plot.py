@@ -113,7 +113,18 @@ def _memory(ax: Any, t: TrialResult) -> None:
         ax.stackplot(series.walk_t, [row for _, row in series.workers], alpha=0.75, linewidth=0)
     ax.plot(series.main_t, series.main_uss, color="#264653", lw=1.2, label="main process USS")
     if series.pss_t:
-        ax.plot(series.pss_t, series.pss_total, color="#e76f51", lw=1.5, ls="--", label="PSS total")
+        # A dot per walk: where walks were rare (a busy machine, a pool starting and
+        # stopping inside epochs), the line between two shows no reading, and says so.
+        ax.plot(
+            series.pss_t,
+            series.pss_total,
+            color="#e76f51",
+            lw=1.5,
+            ls="--",
+            marker=".",
+            ms=4,
+            label="PSS total",
+        )
     ax.set_ylabel("MiB")
     stacked = len(series.workers) if series.walk_t else 0
     ax.legend(
