@@ -63,6 +63,7 @@ def assemble_trial(
     own = _own_collections(by_kind, t_end_ns)
     inside = _in_window(samples, lo, hi, own)
     kept = {(s.tick, s.pid) for s in inside}
+    summable = {g[0].tick: len(g) for g in _deep_ticks(samples)}
     per_pid = _per_process(samples)
     inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
     workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
@@ -78,6 +79,7 @@ def assemble_trial(
             uss_bytes=tuple(s.uss for s in series),
             pss_bytes=tuple(s.pss for s in series),
             in_window=tuple((s.tick, s.pid) in kept for s in series),
+            walk_processes=tuple(summable.get(s.tick, 0) for s in series),
         )
         for pid, series in sorted(per_pid.items())
     )

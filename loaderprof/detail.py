@@ -58,6 +58,7 @@ def _timeline(tl: ProcessTimeline, cap: int) -> ProcessTimeline:
         uss_bytes=pick(tl.uss_bytes),
         pss_bytes=pick(tl.pss_bytes),
         in_window=pick(tl.in_window),
+        walk_processes=pick(tl.walk_processes),
     )
 
 

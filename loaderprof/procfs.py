@@ -12,7 +12,9 @@ PSS: there `Mem.pss` is None (not measured), never a stand-in such as the USS.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import psutil
 
@@ -28,6 +30,8 @@ class Mem:
     pss: int | None
     # Clean pages only this process maps (mostly file pages: code, mapped files).
     private_clean: int = 0
+    # Clean pages other processes map too.
+    shared_clean: int = 0
 
 
 def children(pid: int) -> list[int]:
@@ -121,7 +125,7 @@ def memory(pid: int) -> Mem | None:
             data = f.read()
     except OSError:
         return None
-    rss = pss = private = clean = 0
+    rss = pss = private = clean = shared_clean = 0
     for line in data.splitlines():
         key, _, rest = line.partition(b":")
         if key == b"Rss":
@@ -132,12 +136,14 @@ def memory(pid: int) -> Mem | None:
             private += int(rest.split()[0]) * 1024
             if key == b"Private_Clean":
                 clean = int(rest.split()[0]) * 1024
+        elif key == b"Shared_Clean":
+            shared_clean = int(rest.split()[0]) * 1024
     if rss == 0 and not data:
         return None  # a zombie has no address space left
-    return Mem(rss, private, pss, clean)
+    return Mem(rss, private, pss, clean, shared_clean)
 
 
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def rss(pid: int) -> int | None:
@@ -145,12 +151,60 @@ def rss(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
             fields = f.read().split()
-        return int(fields[1]) * _PAGE
+        return int(fields[1]) * PAGE
     except (OSError, ValueError, IndexError):
         try:
             return int(psutil.Process(pid).memory_info().rss)
         except psutil.Error:
             return None
+
+
+# The top byte of a /proc/PID/pagemap entry holds bit 63 (present in RAM) and bit 61
+# (a file page, or shared anonymous memory). Tops with bit 63 are deleted to count
+# the pages that are not present; tops with both set are the resident file pages.
+_PRESENT_BYTES = bytes(range(0x80, 0x100))
+_PRESENT_FILE = re.compile(rb"[\xa0-\xbf\xe0-\xff]+")
+
+
+def resident_file_pages(pid: int) -> list[tuple[int, int]] | None:
+    """Runs (first page number, pages) of the file pages present in `pid`'s page
+    tables, over its file mappings; None where its pagemap cannot be read."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            maps = f.read().splitlines()
+        runs: list[tuple[int, int]] = []
+        with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as f:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) < 6 or not fields[5].startswith(b"/"):
+                    continue
+                lo, hi = (int(x, 16) // PAGE for x in fields[0].split(b"-"))
+                top = _top_bytes(f, lo, hi - lo)
+                runs += [(lo + m.start(), m.end() - m.start()) for m in _PRESENT_FILE.finditer(top)]
+    except (OSError, ValueError):
+        return None
+    return runs
+
+
+def absent_pages(pid: int, runs: list[tuple[int, int]]) -> int | None:
+    """How many of the pages `runs` names (see resident_file_pages) are not present in
+    `pid`'s page tables; None where its pagemap cannot be read."""
+    missing = 0
+    try:
+        with open(f"/proc/{pid}/pagemap", "rb", buffering=0) as f:
+            for first, count in runs:
+                top = _top_bytes(f, first, count)
+                missing += count - len(top) + len(top.translate(None, _PRESENT_BYTES))
+    except OSError:
+        return None
+    return missing
+
+
+def _top_bytes(f: BinaryIO, first: int, count: int) -> bytes:
+    """The top byte of each of `count` pagemap entries from page `first` on."""
+    f.seek(first * 8)
+    data = f.read(count * 8)
+    return data[7::8]
 
 
 # Each kind of handle a worker can leak, as the findings name it.

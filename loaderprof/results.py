@@ -183,6 +183,12 @@ class ProcessTimeline:
     pss_bytes: tuple[int | None, ...]
     # Per sample: inside the trial's memory window (see TrialMemory).
     in_window: tuple[bool, ...] = ()
+    # Per sample: how many processes its walk read, where that walk read every one
+    # while the tree held still (the only readings a sum over processes may use:
+    # `assemble._deep_ticks`); 0 for RSS-only ticks and walks that cannot be summed.
+    # A sum over one walk is whole when it has that many readings (past the detail
+    # cap a timeline may keep only some). Empty in reports written before it.
+    walk_processes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ them itself, after the fork.
 Memory stays honest: the child shares the pages of the imports with the
 template, so their PSS is split with a process that is not the trial's. The
 sampler reads the template's shared share (PSS − USS) at every deep sample and
-counts it in the trial main's PSS, where a fresh interpreter holds those pages
-(see `sampler.TreeSampler`). Exact when only the run maps those pages; a file
+counts it in the trial main's PSS, where a fresh interpreter holds those pages,
+and counts the template's file pages that the child does not map (a fork leaves
+them out of its page tables) in its RSS, so that its PSS stays below its RSS
+(see `sampler._TemplateShare`). Exact when only the run maps those pages; a file
 page also mapped by m processes outside the run counts 2/(m+2) of a page where
 a fresh interpreter holds 1/(m+1), so the main alone leans high: by 1.0 %, and
 1.4 % beside a process that imported torch, as measured (README, "A warm

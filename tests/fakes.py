@@ -37,6 +37,9 @@ class FakeRunner:
     # (arm, index) pairs whose trial fails in epoch 2, or is interrupted there.
     fail: set[tuple[str, int]] = field(default_factory=set)
     interrupt: set[tuple[str, int]] = field(default_factory=set)
+    # A walk cut short in the middle of epoch 1, having read the main process only:
+    # its readings count for the main's own figures and may never be summed.
+    cut_walk: bool = False
     calls: list[tuple[RunConfig, TrialPlan]] = field(default_factory=list)
     _pids: Any = field(default_factory=lambda: itertools.count(1000))
 
@@ -130,6 +133,12 @@ class FakeRunner:
                 for p in pids
             ]
             tick += 1
+            if self.cut_walk and epoch == 1:
+                late = (mid + end) // 2
+                samples.append(
+                    Sample(tick, late, 1, 0, self.main_pss, 100, self.main_pss, whole=False)
+                )
+                tick += 1
             idle_start, idle_end = end + 1000, end + int(0.15 * S)
             events.append({"ev": "idle_start", "t": idle_start, "pid": 1, "epoch": epoch})
             held = pids if plan.persistent else []

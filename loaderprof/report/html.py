@@ -297,8 +297,9 @@ def _figure(report: Report) -> list[str]:
     if svg is not None:
         caption = (
             "First trial of each arm: memory over time (worker USS stacked, main process "
-            "USS, PSS total dashed), worker lifelines (orange start-up, green busy, grey "
-            "idle), and the epoch times of both arms (median, IQR). The --plot figure."
+            "USS, PSS total dashed; the stack and the total only at walks that read every "
+            "process), worker lifelines (orange start-up, green busy, grey idle), and the "
+            "epoch times of both arms (median, IQR). The --plot figure."
         )
     else:
         svg = epochs_svg(report)

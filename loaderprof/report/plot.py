@@ -13,13 +13,15 @@ A last panel compares the epoch times of the arms (cold vs steady, median and IQ
 from __future__ import annotations
 
 import importlib.util
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from loaderprof.errors import UsageError
 from loaderprof.report.rows import ARM_COLOR, plan_text
 from loaderprof.results import ARM_LABEL as _LABEL
-from loaderprof.results import Report, TrialResult
+from loaderprof.results import ProcessTimeline, Report, TrialResult
 
 MiB = 1024 * 1024
 _COLORS = {"startup": "#f4a261", "busy": "#2a9d8f", "idle": "#d9d9d9"}
@@ -33,9 +35,70 @@ def require_matplotlib() -> None:
         )
 
 
-def _memory(ax: Any, t: TrialResult) -> None:
+@dataclass(frozen=True)
+class MemorySeries:
+    """What the memory panel draws (MiB over trial seconds), apart from matplotlib.
+
+    Sums over processes (the workers' USS stacked, the PSS total) are drawn at the
+    walks that read every process while the tree held still (`walk_processes`,
+    from `assemble._deep_ticks`), and only those: a walk cut short, or one
+    process read ahead of the rest, summed as if it were the tree, draws a dip
+    that did not happen. A process's own line may use every reading of it."""
+
+    main_t: tuple[float, ...]
+    main_uss: tuple[float, ...]
+    # When each whole walk began, and per worker (label) its USS there: 0 where it
+    # was not alive, since a whole walk read every process that was.
+    walk_t: tuple[float, ...]
+    workers: tuple[tuple[str, tuple[float, ...]], ...]
+    # The PSS total at each whole walk; empty where PSS was not measured.
+    pss_t: tuple[float, ...]
+    pss_total: tuple[float, ...]
+
+
+def memory_series(t: TrialResult) -> MemorySeries | None:
+    """The memory panel's series of a trial; None when memory was not sampled."""
     main = next((p for p in t.timeline if p.role == "main"), None)
     if main is None:
+        return None
+    walks: dict[float, list[tuple[ProcessTimeline, int]]] = defaultdict(list)
+    for p in t.timeline:
+        for i, n in enumerate(p.walk_processes):
+            if n:
+                walks[p.t_s[i]].append((p, i))
+    whole = sorted(
+        ts
+        for ts, readings in walks.items()
+        if len(readings) == readings[0][0].walk_processes[readings[0][1]]
+    )
+    workers = []
+    for p in t.timeline:
+        if p.role != "worker":
+            continue
+        uss = {p.t_s[i]: u for i, u in enumerate(p.uss_bytes) if u is not None}
+        workers.append((f"w{p.worker_id} {p.pid}", tuple(uss.get(ts, 0) / MiB for ts in whole)))
+    pss_t, pss_total = [], []
+    for ts in whole:
+        values = [v for p, i in walks[ts] if (v := p.pss_bytes[i]) is not None]
+        if len(values) == len(walks[ts]):
+            pss_t.append(ts)
+            pss_total.append(sum(values) / MiB)
+    readings = [
+        (ts, u / MiB) for ts, u in zip(main.t_s, main.uss_bytes, strict=False) if u is not None
+    ]
+    return MemorySeries(
+        main_t=tuple(ts for ts, _ in readings),
+        main_uss=tuple(u for _, u in readings),
+        walk_t=tuple(whole),
+        workers=tuple(workers),
+        pss_t=tuple(pss_t),
+        pss_total=tuple(pss_total),
+    )
+
+
+def _memory(ax: Any, t: TrialResult) -> None:
+    series = memory_series(t)
+    if series is None:
         ax.text(
             0.5,
             0.5,
@@ -46,40 +109,29 @@ def _memory(ax: Any, t: TrialResult) -> None:
             color="gray",
         )
         return
-    grid = [ts for ts, u in zip(main.t_s, main.uss_bytes, strict=False) if u is not None]
-    index = {ts: i for i, ts in enumerate(grid)}
-    stacks, labels = [], []
-    for p in t.timeline:
-        if p.role != "worker":
-            continue
-        row = [0.0] * len(grid)
-        for ts, u in zip(p.t_s, p.uss_bytes, strict=False):
-            if u is not None and ts in index:
-                row[index[ts]] = u / MiB
-        stacks.append(row)
-        labels.append(f"w{p.worker_id} {p.pid}")
-    if stacks:
-        ax.stackplot(grid, stacks, alpha=0.75, linewidth=0)
-    ax.plot(
-        grid,
-        [u / MiB for u in main.uss_bytes if u is not None],
-        color="#264653",
-        lw=1.2,
-        label="main process USS",
-    )
-    pss: dict[float, float] = {}
-    for p in t.timeline:
-        for ts, v in zip(p.t_s, p.pss_bytes, strict=False):
-            if v is not None and ts in index:
-                pss[ts] = pss.get(ts, 0.0) + v / MiB
-    xs = sorted(pss)
-    ax.plot(xs, [pss[x] for x in xs], color="#e76f51", lw=1.5, ls="--", label="PSS total")
+    if series.workers and series.walk_t:
+        ax.stackplot(series.walk_t, [row for _, row in series.workers], alpha=0.75, linewidth=0)
+    ax.plot(series.main_t, series.main_uss, color="#264653", lw=1.2, label="main process USS")
+    if series.pss_t:
+        # A dot per walk: where walks were rare (a busy machine, a pool starting and
+        # stopping inside epochs), the line between two shows no reading, and says so.
+        ax.plot(
+            series.pss_t,
+            series.pss_total,
+            color="#e76f51",
+            lw=1.5,
+            ls="--",
+            marker=".",
+            ms=4,
+            label="PSS total",
+        )
     ax.set_ylabel("MiB")
+    stacked = len(series.workers) if series.walk_t else 0
     ax.legend(
         loc="upper left",
         fontsize=7,
         ncol=3,
-        title=f"worker USS stacked ({len(stacks)} processes)",
+        title=f"worker USS stacked ({stacked} processes)" if stacked else None,
         title_fontsize=7,
     )
 
@@ -118,6 +170,7 @@ def _lifelines(ax: Any, t: TrialResult) -> None:
 def _epoch_times(ax: Any, report: Report) -> None:
     names = ("persistent", "non_persistent")
     width = 0.35
+    top = 0.0
     for i, kind in enumerate(("cold", "steady")):
         for j, name in enumerate(names):
             s = report.arms[name].summary
@@ -135,17 +188,24 @@ def _epoch_times(ax: Any, report: Report) -> None:
                 color=ARM_COLOR[name],
                 label=_LABEL[name] if i == 0 else None,
             )
-            ax.text(
-                x,
-                stat.median,
+            # Above the whisker's cap (the third quartile), not on the whisker.
+            ax.annotate(
                 f"{stat.median * 1e3:.0f} ms\nn={stat.n}",
+                (x, stat.q3),
+                xytext=(0, 3),
+                textcoords="offset points",
                 ha="center",
                 va="bottom",
                 fontsize=7,
             )
+            top = max(top, stat.q3)
+    if top > 0:
+        # Room above the highest cap for its two lines of label.
+        ax.set_ylim(0, top * 1.35)
     ax.set_xticks([0, 1], ["cold epoch (1)", "steady epochs (2..N)"])
     ax.set_ylabel("s (median, IQR)")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
 
 
 def render(report: Report, path: str | Path | BinaryIO, fmt: str | None = None) -> None:
@@ -208,6 +268,12 @@ def render_sweep(report: Any, path: str | Path | BinaryIO, fmt: str | None = Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 5.5), constrained_layout=True)
+    _sweep(ax, report)
+    fig.savefig(path, dpi=110, format=fmt)
+    plt.close(fig)
+
+
+def _sweep(ax: Any, report: Any) -> None:
     pts = [p for p in report.points if p.summary.steady_epoch_s is not None]
     for p in pts:
         mem = p.summary.peak_total_pss_bytes.median / MiB if p.summary.peak_total_pss_bytes else 0
@@ -234,7 +300,8 @@ def render_sweep(report: Any, path: str | Path | BinaryIO, fmt: str | None = Non
         for p in pts
         if p.frontier
     )
-    if front:
+    # One point is no line: drawn dashed, it would show nothing but its legend entry.
+    if len(front) > 1:
         ax.plot(
             [f[0] for f in front],
             [f[1] for f in front],
@@ -248,5 +315,3 @@ def render_sweep(report: Any, path: str | Path | BinaryIO, fmt: str | None = Non
     ax.set_xlabel("steady epoch (s, median)")
     ax.set_ylabel("peak PSS total (MiB, median)")
     ax.set_title(f"loaderprof sweep · {report.config['dataset']} (green: persistent)", fontsize=10)
-    fig.savefig(path, dpi=110, format=fmt)
-    plt.close(fig)
