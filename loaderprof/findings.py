@@ -26,6 +26,7 @@ from loaderprof.loader_findings import (
 )
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import (
+    ARM_LABEL,
     CHECK_FINDINGS,
     ArmResult,
     Finding,
@@ -260,25 +261,94 @@ def content_differs_from(report: Report) -> tuple[int | None, list[int], bool]:
     return differs[0], differs, pairs[0][0].content_digest == pairs[0][1].content_digest
 
 
+def _digests(arm: ArmResult) -> list[tuple[int, str]]:
+    """(epoch, content digest) of the arm's first trial, where digested."""
+    if not arm.trials:
+        return []
+    return [(e.epoch, e.content_digest) for e in arm.trials[0].epochs if e.content_digest]
+
+
+def check_content_repeats(report: Report) -> list[Finding]:
+    """NOTE [random draws]: an arm whose every epoch sees exactly the samples of its
+    first, while the other arm's epochs differ from each other: the data is random, and
+    that arm draws the same values every epoch (a generator that restarts from one
+    state). Only the whole run repeating counts: a deterministic Dataset repeats in both
+    arms, and one epoch matching another by chance (a sample dropped the same way) is
+    not a pattern."""
+    by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+    out = []
+    for name, digests in by_arm.items():
+        others = [d for other, ds in by_arm.items() if other != name for _, d in ds]
+        if len(digests) < 2 or len({d for _, d in digests}) > 1 or len(set(others)) < 2:
+            continue
+        epochs = [e for e, _ in digests]
+        label = ARM_LABEL[name]
+        out.append(
+            Finding(
+                id="repeated-randomness",
+                severity="warning",
+                arm=name,
+                title=f"the {label} arm repeats its random draws: epochs "
+                f"{', '.join(map(str, epochs[1:]))} see exactly epoch {epochs[0]}'s samples, "
+                f"while the other arm's {len(others)} epochs see {len(set(others))} "
+                "different sets",
+                evidence={
+                    "attribute": None,
+                    "source": "content digests",
+                    "arm": name,
+                    "epochs_repeating_the_first": epochs[1:],
+                    "distinct_epochs_by_arm": {
+                        k: len({d for _, d in v}) for k, v in by_arm.items()
+                    },
+                    "epochs_by_arm": {k: len(v) for k, v in by_arm.items()},
+                },
+                fix="the random source restarts from the same state each epoch (a generator "
+                "seeded once, at import or in __init__, and copied into fresh workers): draw "
+                "from torch's RNG, which the DataLoader reseeds for every iterator, or seed "
+                "the generator in worker_init_fn from torch.utils.data.get_worker_info().seed",
+            )
+        )
+    return out
+
+
 def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Finding]:
-    """With digests: the arms must see the same samples in each epoch. A difference
-    that a state finding explains is told there (see `find`), not twice."""
+    """With digests: do the arms see the same samples in each epoch? NOTE [random
+    draws]: torch reseeds `random`, numpy's and torch's global RNG in every worker of
+    every new iterator, and persistent workers continue the stream they were seeded
+    with; so with random augmentations the arms agree in epoch 1 and then draw
+    differently. Both draw fresh values every epoch: persistence changes which draws
+    the model sees, not their quality (info). Repetition is the hazard, told by
+    `check_content_repeats` and the state checks; a difference they explain is told
+    there, not twice."""
     first, differs, agreed_first = content_differs_from(report)
     if first is None or explained:
         return []
     if agreed_first:
+        by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+        fresh = {k: len({d for _, d in v}) for k, v in by_arm.items()}
+        epochs = {k: len(v) for k, v in by_arm.items()}
         return [
             Finding(
                 id="rng-carried-in-workers",
-                severity="warning",
+                severity="info",
                 arm=None,
-                title=f"persistence changes what the model sees from epoch {first}: the arms "
-                f"agree in epoch 1 but see different samples in epochs "
-                f"{', '.join(map(str, differs))}",
-                evidence={"epochs_differing": differs, "from_epoch": first},
-                fix="random augmentations in persistent workers continue one RNG stream instead "
-                "of being reseeded each epoch; seed them from the epoch (e.g. in __getitem__ "
-                "from index and epoch) if runs must be reproducible across settings",
+                title=f"persistence changes which random draws the model sees from epoch "
+                f"{first}, not their quality: the arms agree in epoch 1 and draw differently "
+                f"in epochs {', '.join(map(str, differs))}; "
+                + "; ".join(
+                    f"the {ARM_LABEL[k]} arm saw {fresh[k]} different sets in {epochs[k]} epochs"
+                    for k in by_arm
+                ),
+                evidence={
+                    "epochs_differing": differs,
+                    "from_epoch": first,
+                    "distinct_epochs_by_arm": fresh,
+                    "epochs_by_arm": epochs,
+                },
+                fix="nothing to fix: torch reseeds the workers' random, numpy and torch RNGs for "
+                "every iterator, and persistent workers continue their seeded stream instead; "
+                "if results must match across the setting, derive augmentations from the "
+                "index and the epoch",
             )
         ]
     return [
@@ -437,7 +507,7 @@ def checks_run(report: Report) -> list[str]:
 
 def findings_checked(report: Report) -> tuple[str, ...]:
     """Every finding id whose check ran (a gate on any other cannot pass honestly)."""
-    return tuple(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name])
+    return tuple(dict.fromkeys(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name]))
 
 
 def find(report: Report) -> tuple[Finding, ...]:
@@ -453,7 +523,10 @@ def find(report: Report) -> tuple[Finding, ...]:
     out: list[Finding] = [*state]
     for check in CHECKS:
         out.extend(check(report))
-    out.extend(check_content(report, explained=state))
+    # A state finding explains arms that differ (stale state repeats an epoch too).
+    repeats = [] if state else check_content_repeats(report)
+    out.extend(repeats)
+    out.extend(check_content(report, explained=[*state, *repeats]))
     return tuple(out)
 
 

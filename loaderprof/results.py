@@ -516,7 +516,11 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "copy-on-read": ("copy-on-read",),
     "iterable sharding": ("iterable-duplicates", "iterable-length"),
     "order": ("order-repeats", "order-differs-between-arms"),
-    "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
+    "content digests": (
+        "rng-carried-in-workers",
+        "content-not-reproducible",
+        "repeated-randomness",
+    ),
     "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
     "stragglers": ("straggler",),
     "shutdown": ("workers-outlive-loader",),
@@ -524,7 +528,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "worker start-up": ("large-pickle", "serial-startup"),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
-FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)
+FINDING_IDS = tuple(dict.fromkeys(fid for ids in CHECK_FINDINGS.values() for fid in ids))
 
 
 @dataclass(frozen=True)

@@ -272,4 +272,7 @@ def _reason(f: Finding) -> str:
             f"{e['main_value']} at epoch {e['epoch']}, workers {e['workers']} kept "
             f"{e['worker_value']}{seen}"
         )
+    if e.get("attribute") is None:
+        # Told by the content digests alone (NOTE [random draws]).
+        return f"repeated randomness: {f.title}"
     return f"repeated randomness: `{e['attribute']}` ({e['kind']}) is not reseeded per worker{seen}"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import random
 import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
+import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset
 
@@ -109,6 +111,49 @@ class RandomAugment(Dataset[torch.Tensor]):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         return torch.tensor([float(index)]) + torch.rand(1)
+
+
+class TorchvisionStyle(Dataset[torch.Tensor]):
+    """Random crops and flips as torchvision's v1 transforms draw them (RandomResizedCrop's
+    torch.empty().uniform_() and torch.randint, RandomHorizontalFlip's torch.rand), plus
+    Python's `random` and numpy's global state, which the DataLoader reseeds too."""
+
+    def __init__(self, n: int = 32, size: int = 16) -> None:
+        self.n, self.size = n, size
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        image = torch.arange(float(self.size * self.size)).reshape(self.size, self.size) + index
+        scale = float(torch.empty(1).uniform_(0.5, 1.0))
+        side = max(2, int(self.size * scale))
+        top = int(torch.randint(0, self.size - side + 1, size=(1,)))
+        left = int(torch.randint(0, self.size - side + 1, size=(1,)))
+        crop = image[top : top + side, left : left + side]
+        if torch.rand(1) < 0.5:
+            crop = crop.flip(-1)
+        jitter = random.random() + float(np.random.rand())
+        return torch.nn.functional.interpolate(crop[None, None], size=(8, 8))[0, 0] + jitter
+
+
+# Made once, at import: every fresh worker starts from this same state (fork copies it,
+# spawn re-imports it), and torch reseeds only its own, `random`'s and numpy's global RNG.
+_NOISE = np.random.default_rng(0)
+
+
+class ModuleGenerator(Dataset[torch.Tensor]):
+    """Noise from a numpy Generator made at import, not on the Dataset (its fingerprint
+    cannot see it): without persistence every epoch draws the same values."""
+
+    def __init__(self, n: int = 32) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([float(index), float(_NOISE.random())])
 
 
 class Clean(Dataset[torch.Tensor]):

@@ -22,7 +22,7 @@ FINDINGS = str(TESTS / "lp_findings.py")
         ("GrowingCache", "memory-grows-every-epoch", "warning"),
         ("PythonObjects", "copy-on-read", "warning"),
         ("UnshardedStream", "iterable-duplicates", "error"),
-        ("RandomAugment", "rng-carried-in-workers", "warning"),
+        ("ModuleGenerator", "repeated-randomness", "warning"),
     ],
 )
 def test_check_finds_exactly_one(
@@ -59,6 +59,44 @@ def test_check_finds_exactly_one(
         assert ev["samples_read"] > 0 and ev["uss_bytes_per_1000_samples"] >= 1 << 20
     assert expected in run.stdout  # shown in the tables too
     jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize("dataset", ["RandomAugment", "TorchvisionStyle"])
+def test_draws_torch_reseeds_are_not_a_warning(tmp_path: Path, dataset: str) -> None:
+    """NOTE [random draws]: both arms draw fresh values every epoch; they differ only as
+    two seeds differ, which is at most info and never fails `check`."""
+    out = tmp_path / "r.json"
+    run = run_cli("check", f"{FINDINGS}:{dataset}", "--epochs", "4", "-b", "4", "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    (finding,) = json.loads(out.read_text())["findings"]
+    assert (finding["id"], finding["severity"]) == ("rng-carried-in-workers", "info")
+    ev = finding["evidence"]
+    assert ev["from_epoch"] == 2 and ev["epochs_differing"] == [2, 3, 4]
+    # No epoch of either arm repeats another's samples.
+    assert (
+        ev["distinct_epochs_by_arm"]
+        == ev["epochs_by_arm"]
+        == {
+            "persistent": 4,
+            "non_persistent": 4,
+        }
+    )
+    assert "not their quality" in finding["title"]
+
+
+def test_a_module_level_generator_repeats_every_epoch_without_persistence(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check", f"{FINDINGS}:ModuleGenerator", "--epochs", "3", "-b", "4", "--json", str(out)
+    )
+    assert run.returncode == 1, run.stderr
+    (finding,) = json.loads(out.read_text())["findings"]
+    assert (finding["id"], finding["arm"]) == ("repeated-randomness", "non_persistent")
+    ev = finding["evidence"]
+    assert ev["epochs_repeating_the_first"] == [2, 3]
+    assert ev["distinct_epochs_by_arm"] == {"persistent": 3, "non_persistent": 1}
 
 
 def test_a_one_time_start_up_copy_is_not_copy_on_read(tmp_path: Path) -> None:
