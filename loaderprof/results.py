@@ -144,6 +144,13 @@ class WorkerResult:
     peak_threads: int | None = None
     compute_threads: int | None = None
     torch_threads: int | None = None
+    # NOTE [worker threads]: the cores its threads wanted on average (run + run-queue
+    # wait over the wall time since init: CPU demand, not what it got), the share of
+    # that of threads other than its main one, and what started its busy threads
+    # ("python:MODULE" for a Python thread's target, "native:COMM" for a native pool).
+    cpu_demand: float | None = None
+    thread_cpu_demand: float | None = None
+    thread_origins: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # Which loader the worker served: "train", or "val" (NOTE [validation pass]).
     loader: str = "train"
     # NOTE [start-up breakdown] (spawn/forkserver): what multiprocessing pickled for

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -187,15 +189,20 @@ class SlowWorker(Dataset[torch.Tensor]):
         return torch.tensor([index])
 
 
+_BLOCK = bytes(256 * 1024)
+
+
 def _spin(seconds: float) -> None:
+    """CPU work that releases the GIL, as an OpenCV or BLAS call does: hashlib lets go
+    of it for buffers this large, so the pool's threads really run at once."""
     end = time.thread_time() + seconds
     while time.thread_time() < end:
-        pass
+        hashlib.sha256(_BLOCK).digest()
 
 
 class ThreadedWorker(Dataset[torch.Tensor]):
     """Each worker runs every item on a pool of `threads` threads, each spinning 5 ms
-    of CPU (as an OpenCV or BLAS call with its own pool would)."""
+    of CPU outside the GIL (as an OpenCV or BLAS call with its own pool would)."""
 
     def __init__(self, n: int = 32, threads: int = 4) -> None:
         self.n, self.threads = n, threads
@@ -211,4 +218,29 @@ class ThreadedWorker(Dataset[torch.Tensor]):
             self._owner = os.getpid()
         assert self._pool is not None
         list(self._pool.map(_spin, [0.005] * self.threads))
+        return torch.tensor([index])
+
+
+class PollingThread(Dataset[torch.Tensor]):
+    """Each worker starts a thread that wakes every 1 ms to look for work, as
+    mosaicml-streaming's download/prepare threads do: a second thread that uses CPU,
+    but wants a fraction of a core."""
+
+    def __init__(self, n: int = 32, item_ms: float = 2.0) -> None:
+        self.n, self.item = n, item_ms / 1000
+        self._owner: int | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _poll(self) -> None:
+        while True:
+            time.sleep(0.001)
+            sum(range(3000))  # about 50 µs: what it finds to do
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self._owner != os.getpid():
+            self._owner = os.getpid()
+            threading.Thread(target=self._poll, daemon=True).start()
+        time.sleep(self.item)  # reading a local shard
         return torch.tensor([index])
