@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.handle_findings import leaked_handles
+from loaderprof.handle_findings import leaked_handles, memory_growth
 from loaderprof.loader_findings import (
     check_large_pickle,
     check_serial_startup,
@@ -35,11 +35,11 @@ from loaderprof.results import (
     WorkerResult,
 )
 from loaderprof.series import (
-    COW_MAX_RSS_SHARE,
     GROWTH_MIN_BYTES,
     GROWTH_MIN_FRACTION,
     copies_on_read,
-    rises_steadily,
+    growth_trend,
+    new_memory,
 )
 from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
@@ -53,44 +53,32 @@ def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]
 
 
 def check_memory_growth(report: Report) -> list[Finding]:
-    """Persistent workers whose idle USS grows after every epoch (a cache or a leak),
-    told apart from a one-off warm-up in epoch 1, and from copy-on-read: memory a
-    cache or a leak allocates is new to RSS too, while pages copied on a write were
-    already counted in it."""
-    found = []
+    """Persistent workers whose idle USS grows after every epoch, told apart from a
+    one-off warm-up in epoch 1, from copy-on-read (`new_memory`), and from growth that
+    levels off (NOTE [growth to tell]). Every worker that grew is named."""
+    grown: dict[str, tuple[list[float], str]] = {}
+    where: dict[str, Any] = {}
     for t, w in _persistent_workers(report.arms["persistent"]):
         idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
         if len(idle) < 3:
             continue
         series = [float(s.uss_bytes or 0) for s in idle]
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
-        rss_growth = idle[-1].rss_bytes - idle[0].rss_bytes
-        copied = rss_growth <= COW_MAX_RSS_SHARE * (series[-1] - series[0])
-        if rises_steadily(series, step) and not copied:
-            per_epoch = (series[-1] - series[0]) / (len(series) - 1)
-            start = w.states[0].uss_bytes
-            found.append(
-                Finding(
-                    id="memory-grows-every-epoch",
-                    severity="warning",
-                    arm="persistent",
-                    title=f"worker {w.worker_id} (pid {w.pid}) holds {fmt_bytes(per_epoch)} more "
-                    "private memory after every epoch",
-                    evidence={
-                        "pid": w.pid,
-                        "worker_id": w.worker_id,
-                        "trial": t.index,
-                        "idle_uss_bytes_by_epoch": [int(v) for v in series],
-                        "growth_bytes_per_epoch": int(per_epoch),
-                        "first_to_last_epoch_bytes": int(series[-1] - series[0]),
-                        # What epoch 1 added once (warm-up), apart from the growth.
-                        "warmup_bytes": int(series[0] - start) if start is not None else None,
-                    },
-                    fix="bound the worker-side cache (an LRU, or clear it each epoch): with "
-                    "persistent_workers it lives, and grows, for the whole training",
-                )
-            )
-    return _one_per_trial(found)
+        trend = growth_trend(series, step)
+        if trend is None or not new_memory(
+            series[-1] - series[0], idle[-1].rss_bytes - idle[0].rss_bytes
+        ):
+            continue
+        grown[f"worker {w.worker_id}"] = (series, trend)
+        start = w.states[0].uss_bytes
+        where.setdefault("trial", t.index)
+        where.setdefault("pids", []).append(w.pid)
+        where.setdefault("worker_ids", []).append(w.worker_id)
+        # What epoch 1 added once (warm-up), apart from the growth.
+        where.setdefault("warmup_bytes_by_worker", {})[str(w.worker_id)] = (
+            int(series[0] - start) if start is not None else None
+        )
+    return [memory_growth(grown, where, arm="persistent")] if grown else []
 
 
 @dataclass(frozen=True)
@@ -158,35 +146,33 @@ def check_copy_on_read(report: Report) -> list[Finding]:
 
 
 def check_handles(report: Report) -> list[Finding]:
-    """Handles that grow across epochs (leaks) and those held constantly (state carried)."""
-    leaks: dict[str, Finding] = {}
+    """Handles that grow across epochs (leaks; NOTE [growth to tell]) and those held
+    constantly (state carried)."""
+    grown: dict[str, dict[str, tuple[list[int], str]]] = {}
+    where: dict[str, dict[str, Any]] = {}
     carried: dict[str, list[int]] = {}
     for t, w in _persistent_workers(report.arms["persistent"]):
-        base = w.states[0]
         idle = [s for s in w.states if s.after_epoch >= 1]
         for key in HANDLE_LABELS:
             get = operator.attrgetter(key)
             series = [int(get(s)) for s in idle]
-            if key not in leaks and rises_steadily([float(v) for v in series], 1.0):
-                leaks[key] = leaked_handles(
-                    key,
-                    f"persistent worker {w.worker_id}",
-                    series,
-                    {
-                        "pid": w.pid,
-                        "worker_id": w.worker_id,
-                        "trial": t.index,
-                        f"{key}_at_start": int(get(base)),
-                    },
-                    arm="persistent",
-                )
+            trend = growth_trend([float(v) for v in series], 1.0)
+            if trend is not None:
+                grown.setdefault(key, {})[f"worker {w.worker_id}"] = (series, trend)
+                ev = where.setdefault(key, {"trial": t.index, "pids": [], "worker_ids": []})
+                ev["pids"].append(w.pid)
+                ev["worker_ids"].append(w.worker_id)
             # torch starts its own threads on the first tensor op, so only files,
             # connections and children count as state the Dataset carries.
-            extra = min(series) - int(get(base)) if series else 0
+            extra = min(series) - _at_start(w, key) if series else 0
             if extra > 0 and key != "threads":
                 carried.setdefault(key, []).append(extra)
-    out = list(leaks.values())
-    held = {k: max(v) for k, v in carried.items() if k not in leaks}
+    out = [
+        leaked_handles(key, grown[key], where[key], arm="persistent")
+        for key in HANDLE_LABELS
+        if key in grown
+    ]
+    held = {k: max(v) for k, v in carried.items() if k not in grown}
     if held:
         labels = HANDLE_LABELS
         text = ", ".join(f"{n} {labels[k]}" for k, n in held.items())
@@ -202,6 +188,11 @@ def check_handles(report: Report) -> list[Finding]:
             )
         )
     return out
+
+
+def _at_start(w: WorkerResult, key: str) -> int:
+    """What the worker held when first seen."""
+    return int(getattr(w.states[0], key))
 
 
 def check_order(report: Report) -> list[Finding]:
@@ -528,22 +519,3 @@ def find(report: Report) -> tuple[Finding, ...]:
     out.extend(repeats)
     out.extend(check_content(report, explained=[*state, *repeats]))
     return tuple(out)
-
-
-def _one_per_trial(found: list[Finding]) -> list[Finding]:
-    """The worst worker of each kind is enough evidence; list how many others."""
-    if len(found) <= 1:
-        return found
-    worst = max(found, key=lambda f: int(f.evidence.get("growth_bytes_per_epoch", 0)))
-    evidence: dict[str, Any] = dict(worst.evidence)
-    evidence["workers_affected"] = len(found)
-    return [
-        Finding(
-            worst.id,
-            worst.severity,
-            worst.title + f" ({len(found)} workers affected)",
-            evidence,
-            worst.fix,
-            worst.arm,
-        )
-    ]

@@ -39,6 +39,30 @@ class LeakyFiles(Dataset[torch.Tensor]):
         return torch.tensor([index])
 
 
+class ChunkFiles(Dataset[torch.Tensor]):
+    """litdata's pattern: items live in chunk files, and a worker opens each chunk the
+    first time it reads from it and keeps it open. Each epoch reaches `per_epoch` chunks
+    not opened before until all `chunks` are open, then the count stays: it levels off."""
+
+    def __init__(self, n: int = 32, chunks: int = 8, per_epoch: int = 2) -> None:
+        self.n, self.chunks, self.per_epoch = n, chunks, per_epoch
+        self._reads = 0
+        self._open: dict[int, IO[bytes]] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        # Each worker reads n/2 items an epoch (2 workers); its k-th epoch reaches
+        # chunks up to k·per_epoch.
+        epoch = self._reads // (self.n // 2)
+        self._reads += 1
+        chunk = min(self.chunks, (epoch + 1) * self.per_epoch) - 1 - (index % self.per_epoch)
+        if chunk not in self._open:
+            self._open[chunk] = tempfile.TemporaryFile()  # noqa: SIM115
+        return torch.tensor([index])
+
+
 class GrowingCache(Dataset[torch.Tensor]):
     """Caches a fresh 1 MiB entry on every read, never evicting: grows every epoch."""
 

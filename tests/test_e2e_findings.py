@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -16,24 +17,25 @@ FINDINGS = str(TESTS / "lp_findings.py")
 
 
 @pytest.mark.parametrize(
-    ("dataset", "expected", "severity"),
+    ("dataset", "expected", "severity", "epochs"),
     [
-        ("LeakyFiles", "leaked-files", "warning"),
-        ("GrowingCache", "memory-grows-every-epoch", "warning"),
-        ("PythonObjects", "copy-on-read", "warning"),
-        ("UnshardedStream", "iterable-duplicates", "error"),
-        ("ModuleGenerator", "repeated-randomness", "warning"),
+        # NOTE [growth to tell]: a warning needs growth still rising over 10 epochs.
+        ("LeakyFiles", "leaked-files", "warning", 10),
+        ("GrowingCache", "memory-grows-every-epoch", "warning", 10),
+        ("PythonObjects", "copy-on-read", "warning", 5),
+        ("UnshardedStream", "iterable-duplicates", "error", 5),
+        ("ModuleGenerator", "repeated-randomness", "warning", 5),
     ],
 )
 def test_check_finds_exactly_one(
-    tmp_path: Path, dataset: str, expected: str, severity: str
+    tmp_path: Path, dataset: str, expected: str, severity: str, epochs: int
 ) -> None:
     out = tmp_path / "r.json"
     run = run_cli(
         "check",
         f"{FINDINGS}:{dataset}",
         "--epochs",
-        "5",
+        str(epochs),
         "--batch-size",
         "4",
         "--mp-context",
@@ -53,12 +55,48 @@ def test_check_finds_exactly_one(
     finding = report["findings"][0]
     assert finding["severity"] == severity
     assert finding["evidence"] and finding["fix"]
+    if expected in ("leaked-files", "memory-grows-every-epoch"):
+        # Both workers grew, and both are named.
+        assert finding["evidence"]["worker_ids"] == [0, 1], finding
+        assert "worker 0 and worker 1" in finding["title"]
     if expected == "copy-on-read":
         # It grows with what is read, past the worker's one-time start-up copy.
         ev = finding["evidence"]
         assert ev["samples_read"] > 0 and ev["uss_bytes_per_1000_samples"] >= 1 << 20
     assert expected in run.stdout  # shown in the tables too
     jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
+
+
+def _check_json(tmp_path: Path, dataset: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "check", f"{FINDINGS}:{dataset}", "-b", "4", "--idle-ms", "200", *extra, "--json", str(out)
+    )
+    return run.returncode, json.loads(out.read_text())
+
+
+def test_growth_over_too_few_epochs_is_info_that_says_how_many_would_tell(
+    tmp_path: Path,
+) -> None:
+    code, report = _check_json(tmp_path, "LeakyFiles", "--epochs", "5")
+    assert code == 0
+    (finding,) = report["findings"]
+    assert (finding["id"], finding["severity"]) == ("leaked-files", "info")
+    ev = finding["evidence"]
+    assert (ev["trend"], ev["epochs_to_tell"], ev["worker_ids"]) == ("too-few", 10, [0, 1])
+    assert "--epochs 10" in finding["fix"]
+
+
+def test_files_opened_once_per_chunk_level_off_and_are_no_leak(tmp_path: Path) -> None:
+    """litdata's pattern: 2 more chunk files each epoch until all 8 are open, then flat."""
+    code, report = _check_json(tmp_path, "ChunkFiles", "--epochs", "10")
+    assert code == 0, report["findings"]
+    assert [f["id"] for f in report["findings"]] == ["state-carried"]
+    assert report["findings"][0]["evidence"]["extra_files"] >= 1
+    # The files did grow, then stopped at every chunk.
+    workers = report["arms"]["persistent"]["trials"][0]["workers"]
+    files = [s["files"] for s in workers[0]["states"] if s["after_epoch"] >= 1]
+    assert files[-1] - files[0] >= 4 and len(set(files[-5:])) == 1
 
 
 @pytest.mark.parametrize("dataset", ["RandomAugment", "TorchvisionStyle"])
