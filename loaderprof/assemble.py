@@ -376,6 +376,7 @@ def _worker_detail(
         "unpickled_s": clock.rel(init.get("unpickle_end")),
         "first_fetch_s": clock.rel(min(fetches)) if fetches else None,
         "loader": str(init.get("loader") or "train"),
+        "held_at_init": dict(init.get("held") or {}),
     }
 
 

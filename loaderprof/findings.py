@@ -17,6 +17,7 @@ from typing import Any
 
 from loaderprof.handle_findings import leaked_handles, memory_growth
 from loaderprof.loader_findings import (
+    check_idle_workers,
     check_large_pickle,
     check_serial_startup,
     check_shutdown,
@@ -191,7 +192,10 @@ def check_handles(report: Report) -> list[Finding]:
 
 
 def _at_start(w: WorkerResult, key: str) -> int:
-    """What the worker held when first seen."""
+    """What the worker held before any of the user's code ran in it (NOTE [held at
+    init]); from an older report, when the sampler first saw it."""
+    if key in w.held_at_init:
+        return int(w.held_at_init[key])
     return int(getattr(w.states[0], key))
 
 
@@ -470,6 +474,7 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_threads,
     check_large_pickle,
     check_serial_startup,
+    check_idle_workers,
 )
 
 
@@ -490,6 +495,7 @@ def checks_run(report: Report) -> list[str]:
         "worker start-up": any(w.started_s is not None for t in trials for w in t.workers),
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
+        "idle workers": any(e.worker_pids for t in trials for e in t.epochs),
         "stragglers": report.config["loader"].get("in_order") is not False
         and any(w.median_batch_s is not None for t in trials for w in t.workers),
     }

@@ -158,6 +158,65 @@ def check_shutdown(report: Report) -> list[Finding]:
     ]
 
 
+def check_idle_workers(report: Report) -> list[Finding]:
+    """NOTE [idle workers]: workers that make no batch in an epoch: an IterableDataset
+    with fewer shards than workers (a worker given no shard yields nothing), or fewer
+    batches than workers. Each idle worker holds its memory, and a persistent one for
+    the whole training, for nothing. Reported when it happens in every epoch of an arm
+    (a cause in the Dataset's shape, so in every run); epochs cut short by
+    --max-batches do not count."""
+    lo = report.config["loader"]
+    n = int(lo["num_workers"])
+    cut = report.config.get("max_batches")
+    idle: dict[str, list[int]] = {}
+    for arm in report.arms.values():
+        for t in arm.trials[:1]:
+            epochs = [e for e in t.epochs if not cut or e.batches < cut]
+            if epochs:
+                idle[arm.name] = [n - len(e.worker_pids) for e in epochs]
+    if n < 2 or not idle or not all(min(v) > 0 for v in idle.values()):
+        return []
+    least = min(min(v) for v in idle.values())
+    seen = max(len(v) for v in idle.values())
+    shards = report.extras.get("dataset_shards")
+    shard_attr = report.extras.get("dataset_shards_attribute")
+    trials = _complete(report)
+    batches = int(statistics.median(e.batches for t in trials for e in t.epochs))
+    iterable = report.extras.get("dataset_kind") == "iterable"
+    if shards is not None:
+        plural = "s" if shards != 1 else ""
+        why = f": the Dataset has {shards} shard{plural} ({shard_attr}) for {n} workers"
+    elif iterable:
+        why = " (an IterableDataset gives a worker without a share of the stream nothing to yield)"
+    else:
+        why = f": an epoch has {batches} batch{'es' if batches != 1 else ''} for {n} workers"
+    fix = (
+        f"use num_workers ≤ {shards} (the shards), or split the data into at least as many "
+        "shards as workers (more files; HF datasets: to_iterable_dataset(num_shards=N))"
+        if shards is not None
+        else "shard the stream so every worker gets a share (by get_worker_info()), or "
+        "use fewer workers"
+        if iterable
+        else "use fewer workers than batches per epoch, or smaller batches"
+    )
+    return [
+        Finding(
+            id="idle-workers",
+            severity="warning",
+            title=f"{least} of {n} workers made no batch in any of the {seen} epochs{why}; "
+            "each holds its memory for nothing",
+            evidence={
+                "num_workers": n,
+                "idle_workers_by_epoch": idle,
+                "batches_per_epoch": batches,
+                "dataset_shards": shards,
+                "dataset_shards_attribute": shard_attr,
+            },
+            fix=fix + "; an idle worker costs its memory and start-up and makes no batch",
+        )
+    ]
+
+
 # NOTE [worker threads]: the share of a core a worker's other threads must want, on
 # the median worker, for the oversubscription to be theirs (not too many workers).
 THREAD_MIN_DEMAND = 0.25

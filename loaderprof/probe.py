@@ -101,6 +101,7 @@ class WorkerInitProbe:
         self._emit(
             "worker_init",
             worker_id=worker_id,
+            held=_held(self.events_path),
             proc_start=process_start_ns(os.getpid()),
             unpickle_start=_unpickle_start,
             unpickle_end=_unpickle_end,
@@ -118,6 +119,19 @@ class WorkerInitProbe:
 
     def _emit(self, ev: str, **fields: Any) -> None:
         events.emit(self.events_path, ev, **fields)
+
+
+def _held(events_path: str) -> dict[str, int] | None:
+    """NOTE [held at init]: what the worker holds before it has run any of the user's
+    code (its worker_init_fn, its first item): the baseline the state it carries is
+    counted from. The sampler's first reading of a worker lands wherever it lands, before
+    or after a file the Dataset opens lazily at its first item; this one does not."""
+    from loaderprof import procfs
+
+    held = procfs.handles(os.getpid(), frozenset({events_path, os.path.realpath(events_path)}))
+    if held is None:
+        return None
+    return {"files": held.files, "inet": held.inet, "children": held.children}
 
 
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:

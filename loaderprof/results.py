@@ -151,6 +151,9 @@ class WorkerResult:
     cpu_demand: float | None = None
     thread_cpu_demand: float | None = None
     thread_origins: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # NOTE [held at init]: open files, network connections and child processes the
+    # worker held as its init began, before any of the user's code ran in it.
+    held_at_init: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # Which loader the worker served: "train", or "val" (NOTE [validation pass]).
     loader: str = "train"
     # NOTE [start-up breakdown] (spawn/forkserver): what multiprocessing pickled for
@@ -533,6 +536,7 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "shutdown": ("workers-outlive-loader",),
     "threads": ("thread-oversubscription",),
     "worker start-up": ("large-pickle", "serial-startup"),
+    "idle workers": ("idle-workers",),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
 FINDING_IDS = tuple(dict.fromkeys(fid for ids in CHECK_FINDINGS.values() for fid in ids))

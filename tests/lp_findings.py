@@ -39,6 +39,25 @@ class LeakyFiles(Dataset[torch.Tensor]):
         return torch.tensor([index])
 
 
+class LazyFile(Dataset[torch.Tensor]):
+    """Opens its file at a worker's first item and keeps it open (an HDF5 or LMDB handle
+    opened lazily, as their docs advise under DataLoader workers): state carried."""
+
+    def __init__(self, n: int = 32) -> None:
+        self.n = n
+        self._file: IO[bytes] | None = None
+        self._owner: int | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if self._owner != os.getpid():
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115
+            self._owner = os.getpid()
+        return torch.tensor([index])
+
+
 class ChunkFiles(Dataset[torch.Tensor]):
     """litdata's pattern: items live in chunk files, and a worker opens each chunk the
     first time it reads from it and keeps it open. Each epoch reaches `per_epoch` chunks
@@ -268,3 +287,23 @@ class PollingThread(Dataset[torch.Tensor]):
             threading.Thread(target=self._poll, daemon=True).start()
         time.sleep(self.item)  # reading a local shard
         return torch.tensor([index])
+
+
+class FewShards(IterableDataset[torch.Tensor]):
+    """HF datasets' IterableDataset pattern: the stream is split into `shards` shards
+    (n_shards), and each worker takes shards id, id + W, ...: with fewer shards than
+    workers, a worker gets none and yields nothing, every epoch."""
+
+    def __init__(self, shards: int = 1, per_shard: int = 32) -> None:
+        self.shards, self.per_shard = shards, per_shard
+
+    @property
+    def n_shards(self) -> int:
+        return self.shards
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        info = torch.utils.data.get_worker_info()
+        wid, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        for shard in range(wid, self.shards, workers):
+            for i in range(self.per_shard):
+                yield torch.tensor([shard * self.per_shard + i])

@@ -87,6 +87,19 @@ def test_growth_over_too_few_epochs_is_info_that_says_how_many_would_tell(
     assert "--epochs 10" in finding["fix"]
 
 
+def test_a_file_opened_lazily_is_state_carried_in_every_run(tmp_path: Path) -> None:
+    """NOTE [held at init]: counted from what the worker held before its first item, not
+    from wherever the sampler's first reading landed (before or after the lazy open)."""
+    for _ in range(2):
+        code, report = _check_json(tmp_path, "LazyFile", "--epochs", "3")
+        assert code == 0
+        assert [(f["id"], f["evidence"]) for f in report["findings"]] == [
+            ("state-carried", {"extra_files": 1})
+        ]
+    workers = report["arms"]["persistent"]["trials"][0]["workers"]
+    assert all(w["held_at_init"]["files"] + 1 == w["states"][-1]["files"] for w in workers)
+
+
 def test_files_opened_once_per_chunk_level_off_and_are_no_leak(tmp_path: Path) -> None:
     """litdata's pattern: 2 more chunk files each epoch until all 8 are open, then flat."""
     code, report = _check_json(tmp_path, "ChunkFiles", "--epochs", "10")

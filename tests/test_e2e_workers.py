@@ -132,3 +132,23 @@ def test_a_polling_thread_is_not_oversubscription(tmp_path: Path) -> None:
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert max(w["compute_threads"] for w in workers) == 2
     assert all(w["thread_cpu_demand"] < 0.25 for w in workers)
+
+
+@pytest.mark.parametrize(("shards", "idle"), [(1, 1), (2, 0)])
+def test_a_worker_given_no_shard_is_named_with_the_shard_count(
+    tmp_path: Path, shards: int, idle: int
+) -> None:
+    """HF datasets' pattern: 1 shard for 2 workers leaves worker 1 with nothing to
+    yield in every epoch; 2 shards keep both busy."""
+    run, report = _check(tmp_path, "FewShards", "--arg", f"shards={shards}")
+    ids = [f["id"] for f in report["findings"]]
+    if not idle:
+        assert "idle-workers" not in ids and run.returncode == 0, report["findings"]
+        return
+    assert run.returncode == 1, run.stderr
+    (finding,) = [f for f in report["findings"] if f["id"] == "idle-workers"]
+    ev = finding["evidence"]
+    assert (ev["dataset_shards"], ev["dataset_shards_attribute"]) == (1, "n_shards")
+    assert ev["idle_workers_by_epoch"] == {"persistent": [1, 1], "non_persistent": [1, 1]}
+    assert "1 of 2 workers made no batch in any of the 2 epochs" in finding["title"]
+    assert "num_workers ≤ 1" in finding["fix"]
