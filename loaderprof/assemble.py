@@ -338,6 +338,24 @@ def _workers(
     return tuple(workers)
 
 
+def _thread_demand(threads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """NOTE [worker threads]: the most cores the worker's threads wanted (each report
+    covers its life since init), and what started its busy threads."""
+    read = [t for t in threads if t.get("main_demand") is not None]
+    if not read:
+        return {}
+    peak = max(read, key=lambda t: float(t["main_demand"]) + float(t["thread_demand"]))
+    origins: dict[str, int] = {}
+    for t in threads:
+        for name, n in (t.get("origins") or {}).items():
+            origins[name] = max(origins.get(name, 0), int(n))
+    return {
+        "cpu_demand": round(float(peak["main_demand"]) + float(peak["thread_demand"]), 4),
+        "thread_cpu_demand": float(peak["thread_demand"]),
+        "thread_origins": origins,
+    }
+
+
 def _worker_detail(
     init: Mapping[str, Any],
     bevs: Sequence[Mapping[str, Any]],
@@ -353,12 +371,14 @@ def _worker_detail(
         "peak_threads": max((int(t["threads"]) for t in threads), default=None),
         "compute_threads": max((int(t["compute"]) for t in threads), default=None),
         "torch_threads": int(threads[-1]["torch_threads"]) if threads else None,
+        **_thread_demand(threads),
         "pickled_bytes": pickled.get("bytes"),
         "pickle_s": pickled.get("seconds"),
         "unpickle_start_s": clock.rel(init.get("unpickle_start")),
         "unpickled_s": clock.rel(init.get("unpickle_end")),
         "first_fetch_s": clock.rel(min(fetches)) if fetches else None,
         "loader": str(init.get("loader") or "train"),
+        "held_at_init": dict(init.get("held") or {}),
     }
 
 

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.handle_findings import leaked_handles
+from loaderprof.handle_findings import leaked_handles, memory_growth
 from loaderprof.loader_findings import (
+    check_idle_workers,
     check_large_pickle,
     check_serial_startup,
     check_shutdown,
@@ -26,6 +27,7 @@ from loaderprof.loader_findings import (
 )
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import (
+    ARM_LABEL,
     CHECK_FINDINGS,
     ArmResult,
     Finding,
@@ -34,11 +36,11 @@ from loaderprof.results import (
     WorkerResult,
 )
 from loaderprof.series import (
-    COW_MAX_RSS_SHARE,
     GROWTH_MIN_BYTES,
     GROWTH_MIN_FRACTION,
     copies_on_read,
-    rises_steadily,
+    growth_trend,
+    new_memory,
 )
 from loaderprof.state_findings import check_state
 from loaderprof.units import fmt_bytes
@@ -52,44 +54,32 @@ def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]
 
 
 def check_memory_growth(report: Report) -> list[Finding]:
-    """Persistent workers whose idle USS grows after every epoch (a cache or a leak),
-    told apart from a one-off warm-up in epoch 1, and from copy-on-read: memory a
-    cache or a leak allocates is new to RSS too, while pages copied on a write were
-    already counted in it."""
-    found = []
+    """Persistent workers whose idle USS grows after every epoch, told apart from a
+    one-off warm-up in epoch 1, from copy-on-read (`new_memory`), and from growth that
+    levels off (NOTE [growth to tell]). Every worker that grew is named."""
+    grown: dict[str, tuple[list[float], str]] = {}
+    where: dict[str, Any] = {}
     for t, w in _persistent_workers(report.arms["persistent"]):
         idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
         if len(idle) < 3:
             continue
         series = [float(s.uss_bytes or 0) for s in idle]
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
-        rss_growth = idle[-1].rss_bytes - idle[0].rss_bytes
-        copied = rss_growth <= COW_MAX_RSS_SHARE * (series[-1] - series[0])
-        if rises_steadily(series, step) and not copied:
-            per_epoch = (series[-1] - series[0]) / (len(series) - 1)
-            start = w.states[0].uss_bytes
-            found.append(
-                Finding(
-                    id="memory-grows-every-epoch",
-                    severity="warning",
-                    arm="persistent",
-                    title=f"worker {w.worker_id} (pid {w.pid}) holds {fmt_bytes(per_epoch)} more "
-                    "private memory after every epoch",
-                    evidence={
-                        "pid": w.pid,
-                        "worker_id": w.worker_id,
-                        "trial": t.index,
-                        "idle_uss_bytes_by_epoch": [int(v) for v in series],
-                        "growth_bytes_per_epoch": int(per_epoch),
-                        "first_to_last_epoch_bytes": int(series[-1] - series[0]),
-                        # What epoch 1 added once (warm-up), apart from the growth.
-                        "warmup_bytes": int(series[0] - start) if start is not None else None,
-                    },
-                    fix="bound the worker-side cache (an LRU, or clear it each epoch): with "
-                    "persistent_workers it lives, and grows, for the whole training",
-                )
-            )
-    return _one_per_trial(found)
+        trend = growth_trend(series, step)
+        if trend is None or not new_memory(
+            series[-1] - series[0], idle[-1].rss_bytes - idle[0].rss_bytes
+        ):
+            continue
+        grown[f"worker {w.worker_id}"] = (series, trend)
+        start = w.states[0].uss_bytes
+        where.setdefault("trial", t.index)
+        where.setdefault("pids", []).append(w.pid)
+        where.setdefault("worker_ids", []).append(w.worker_id)
+        # What epoch 1 added once (warm-up), apart from the growth.
+        where.setdefault("warmup_bytes_by_worker", {})[str(w.worker_id)] = (
+            int(series[0] - start) if start is not None else None
+        )
+    return [memory_growth(grown, where, arm="persistent")] if grown else []
 
 
 @dataclass(frozen=True)
@@ -157,35 +147,33 @@ def check_copy_on_read(report: Report) -> list[Finding]:
 
 
 def check_handles(report: Report) -> list[Finding]:
-    """Handles that grow across epochs (leaks) and those held constantly (state carried)."""
-    leaks: dict[str, Finding] = {}
+    """Handles that grow across epochs (leaks; NOTE [growth to tell]) and those held
+    constantly (state carried)."""
+    grown: dict[str, dict[str, tuple[list[int], str]]] = {}
+    where: dict[str, dict[str, Any]] = {}
     carried: dict[str, list[int]] = {}
     for t, w in _persistent_workers(report.arms["persistent"]):
-        base = w.states[0]
         idle = [s for s in w.states if s.after_epoch >= 1]
         for key in HANDLE_LABELS:
             get = operator.attrgetter(key)
             series = [int(get(s)) for s in idle]
-            if key not in leaks and rises_steadily([float(v) for v in series], 1.0):
-                leaks[key] = leaked_handles(
-                    key,
-                    f"persistent worker {w.worker_id}",
-                    series,
-                    {
-                        "pid": w.pid,
-                        "worker_id": w.worker_id,
-                        "trial": t.index,
-                        f"{key}_at_start": int(get(base)),
-                    },
-                    arm="persistent",
-                )
+            trend = growth_trend([float(v) for v in series], 1.0)
+            if trend is not None:
+                grown.setdefault(key, {})[f"worker {w.worker_id}"] = (series, trend)
+                ev = where.setdefault(key, {"trial": t.index, "pids": [], "worker_ids": []})
+                ev["pids"].append(w.pid)
+                ev["worker_ids"].append(w.worker_id)
             # torch starts its own threads on the first tensor op, so only files,
             # connections and children count as state the Dataset carries.
-            extra = min(series) - int(get(base)) if series else 0
+            extra = min(series) - _at_start(w, key) if series else 0
             if extra > 0 and key != "threads":
                 carried.setdefault(key, []).append(extra)
-    out = list(leaks.values())
-    held = {k: max(v) for k, v in carried.items() if k not in leaks}
+    out = [
+        leaked_handles(key, grown[key], where[key], arm="persistent")
+        for key in HANDLE_LABELS
+        if key in grown
+    ]
+    held = {k: max(v) for k, v in carried.items() if k not in grown}
     if held:
         labels = HANDLE_LABELS
         text = ", ".join(f"{n} {labels[k]}" for k, n in held.items())
@@ -201,6 +189,14 @@ def check_handles(report: Report) -> list[Finding]:
             )
         )
     return out
+
+
+def _at_start(w: WorkerResult, key: str) -> int:
+    """What the worker held before any of the user's code ran in it (NOTE [held at
+    init]); from an older report, when the sampler first saw it."""
+    if key in w.held_at_init:
+        return int(w.held_at_init[key])
+    return int(getattr(w.states[0], key))
 
 
 def check_order(report: Report) -> list[Finding]:
@@ -260,25 +256,94 @@ def content_differs_from(report: Report) -> tuple[int | None, list[int], bool]:
     return differs[0], differs, pairs[0][0].content_digest == pairs[0][1].content_digest
 
 
+def _digests(arm: ArmResult) -> list[tuple[int, str]]:
+    """(epoch, content digest) of the arm's first trial, where digested."""
+    if not arm.trials:
+        return []
+    return [(e.epoch, e.content_digest) for e in arm.trials[0].epochs if e.content_digest]
+
+
+def check_content_repeats(report: Report) -> list[Finding]:
+    """NOTE [random draws]: an arm whose every epoch sees exactly the samples of its
+    first, while the other arm's epochs differ from each other: the data is random, and
+    that arm draws the same values every epoch (a generator that restarts from one
+    state). Only the whole run repeating counts: a deterministic Dataset repeats in both
+    arms, and one epoch matching another by chance (a sample dropped the same way) is
+    not a pattern."""
+    by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+    out = []
+    for name, digests in by_arm.items():
+        others = [d for other, ds in by_arm.items() if other != name for _, d in ds]
+        if len(digests) < 2 or len({d for _, d in digests}) > 1 or len(set(others)) < 2:
+            continue
+        epochs = [e for e, _ in digests]
+        label = ARM_LABEL[name]
+        out.append(
+            Finding(
+                id="repeated-randomness",
+                severity="warning",
+                arm=name,
+                title=f"the {label} arm repeats its random draws: epochs "
+                f"{', '.join(map(str, epochs[1:]))} see exactly epoch {epochs[0]}'s samples, "
+                f"while the other arm's {len(others)} epochs see {len(set(others))} "
+                "different sets",
+                evidence={
+                    "attribute": None,
+                    "source": "content digests",
+                    "arm": name,
+                    "epochs_repeating_the_first": epochs[1:],
+                    "distinct_epochs_by_arm": {
+                        k: len({d for _, d in v}) for k, v in by_arm.items()
+                    },
+                    "epochs_by_arm": {k: len(v) for k, v in by_arm.items()},
+                },
+                fix="the random source restarts from the same state each epoch (a generator "
+                "seeded once, at import or in __init__, and copied into fresh workers): draw "
+                "from torch's RNG, which the DataLoader reseeds for every iterator, or seed "
+                "the generator in worker_init_fn from torch.utils.data.get_worker_info().seed",
+            )
+        )
+    return out
+
+
 def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Finding]:
-    """With digests: the arms must see the same samples in each epoch. A difference
-    that a state finding explains is told there (see `find`), not twice."""
+    """With digests: do the arms see the same samples in each epoch? NOTE [random
+    draws]: torch reseeds `random`, numpy's and torch's global RNG in every worker of
+    every new iterator, and persistent workers continue the stream they were seeded
+    with; so with random augmentations the arms agree in epoch 1 and then draw
+    differently. Both draw fresh values every epoch: persistence changes which draws
+    the model sees, not their quality (info). Repetition is the hazard, told by
+    `check_content_repeats` and the state checks; a difference they explain is told
+    there, not twice."""
     first, differs, agreed_first = content_differs_from(report)
     if first is None or explained:
         return []
     if agreed_first:
+        by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+        fresh = {k: len({d for _, d in v}) for k, v in by_arm.items()}
+        epochs = {k: len(v) for k, v in by_arm.items()}
         return [
             Finding(
                 id="rng-carried-in-workers",
-                severity="warning",
+                severity="info",
                 arm=None,
-                title=f"persistence changes what the model sees from epoch {first}: the arms "
-                f"agree in epoch 1 but see different samples in epochs "
-                f"{', '.join(map(str, differs))}",
-                evidence={"epochs_differing": differs, "from_epoch": first},
-                fix="random augmentations in persistent workers continue one RNG stream instead "
-                "of being reseeded each epoch; seed them from the epoch (e.g. in __getitem__ "
-                "from index and epoch) if runs must be reproducible across settings",
+                title=f"persistence changes which random draws the model sees from epoch "
+                f"{first}, not their quality: the arms agree in epoch 1 and draw differently "
+                f"in epochs {', '.join(map(str, differs))}; "
+                + "; ".join(
+                    f"the {ARM_LABEL[k]} arm saw {fresh[k]} different sets in {epochs[k]} epochs"
+                    for k in by_arm
+                ),
+                evidence={
+                    "epochs_differing": differs,
+                    "from_epoch": first,
+                    "distinct_epochs_by_arm": fresh,
+                    "epochs_by_arm": epochs,
+                },
+                fix="nothing to fix: torch reseeds the workers' random, numpy and torch RNGs for "
+                "every iterator, and persistent workers continue their seeded stream instead; "
+                "if results must match across the setting, derive augmentations from the "
+                "index and the epoch",
             )
         ]
     return [
@@ -409,6 +474,7 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
     check_threads,
     check_large_pickle,
     check_serial_startup,
+    check_idle_workers,
 )
 
 
@@ -429,6 +495,7 @@ def checks_run(report: Report) -> list[str]:
         "worker start-up": any(w.started_s is not None for t in trials for w in t.workers),
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
+        "idle workers": any(e.worker_pids for t in trials for e in t.epochs),
         "stragglers": report.config["loader"].get("in_order") is not False
         and any(w.median_batch_s is not None for t in trials for w in t.workers),
     }
@@ -437,7 +504,7 @@ def checks_run(report: Report) -> list[str]:
 
 def findings_checked(report: Report) -> tuple[str, ...]:
     """Every finding id whose check ran (a gate on any other cannot pass honestly)."""
-    return tuple(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name])
+    return tuple(dict.fromkeys(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name]))
 
 
 def find(report: Report) -> tuple[Finding, ...]:
@@ -453,24 +520,8 @@ def find(report: Report) -> tuple[Finding, ...]:
     out: list[Finding] = [*state]
     for check in CHECKS:
         out.extend(check(report))
-    out.extend(check_content(report, explained=state))
+    # A state finding explains arms that differ (stale state repeats an epoch too).
+    repeats = [] if state else check_content_repeats(report)
+    out.extend(repeats)
+    out.extend(check_content(report, explained=[*state, *repeats]))
     return tuple(out)
-
-
-def _one_per_trial(found: list[Finding]) -> list[Finding]:
-    """The worst worker of each kind is enough evidence; list how many others."""
-    if len(found) <= 1:
-        return found
-    worst = max(found, key=lambda f: int(f.evidence.get("growth_bytes_per_epoch", 0)))
-    evidence: dict[str, Any] = dict(worst.evidence)
-    evidence["workers_affected"] = len(found)
-    return [
-        Finding(
-            worst.id,
-            worst.severity,
-            worst.title + f" ({len(found)} workers affected)",
-            evidence,
-            worst.fix,
-            worst.arm,
-        )
-    ]

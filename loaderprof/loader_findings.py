@@ -158,50 +158,147 @@ def check_shutdown(report: Report) -> list[Finding]:
     ]
 
 
-def check_threads(report: Report) -> list[Finding]:
-    """NOTE [worker threads]: workers × the threads computing in each, against the
-    CPUs the process may use; more means they take turns on the cores, each context
-    switch evicting the others' caches (12 workers × 16 OpenCV threads, PyTorch
-    issue #82219)."""
-    workers = [
-        w for t in _complete(report) for w in _train(t.workers) if w.compute_threads is not None
-    ]
-    cpus = report.environment.get("cpus_usable") or report.environment.get("cpu_count")
-    if not workers or not cpus:
+def check_idle_workers(report: Report) -> list[Finding]:
+    """NOTE [idle workers]: workers that make no batch in an epoch: an IterableDataset
+    with fewer shards than workers (a worker given no shard yields nothing), or fewer
+    batches than workers. Each idle worker holds its memory, and a persistent one for
+    the whole training, for nothing. Reported when it happens in every epoch of an arm
+    (a cause in the Dataset's shape, so in every run); epochs cut short by
+    --max-batches do not count."""
+    lo = report.config["loader"]
+    n = int(lo["num_workers"])
+    cut = report.config.get("max_batches")
+    idle: dict[str, list[int]] = {}
+    for arm in report.arms.values():
+        for t in arm.trials[:1]:
+            epochs = [e for e in t.epochs if not cut or e.batches < cut]
+            if epochs:
+                idle[arm.name] = [n - len(e.worker_pids) for e in epochs]
+    if n < 2 or not idle or not all(min(v) > 0 for v in idle.values()):
         return []
-    per_worker = int(statistics.median(w.compute_threads or 1 for w in workers))
+    least = min(min(v) for v in idle.values())
+    seen = max(len(v) for v in idle.values())
+    shards = report.extras.get("dataset_shards")
+    shard_attr = report.extras.get("dataset_shards_attribute")
+    trials = _complete(report)
+    batches = int(statistics.median(e.batches for t in trials for e in t.epochs))
+    iterable = report.extras.get("dataset_kind") == "iterable"
+    if shards is not None:
+        plural = "s" if shards != 1 else ""
+        why = f": the Dataset has {shards} shard{plural} ({shard_attr}) for {n} workers"
+    elif iterable:
+        why = " (an IterableDataset gives a worker without a share of the stream nothing to yield)"
+    else:
+        why = f": an epoch has {batches} batch{'es' if batches != 1 else ''} for {n} workers"
+    fix = (
+        f"use num_workers ≤ {shards} (the shards), or split the data into at least as many "
+        "shards as workers (more files; HF datasets: to_iterable_dataset(num_shards=N))"
+        if shards is not None
+        else "shard the stream so every worker gets a share (by get_worker_info()), or "
+        "use fewer workers"
+        if iterable
+        else "use fewer workers than batches per epoch, or smaller batches"
+    )
+    return [
+        Finding(
+            id="idle-workers",
+            severity="warning",
+            title=f"{least} of {n} workers made no batch in any of the {seen} epochs{why}; "
+            "each holds its memory for nothing",
+            evidence={
+                "num_workers": n,
+                "idle_workers_by_epoch": idle,
+                "batches_per_epoch": batches,
+                "dataset_shards": shards,
+                "dataset_shards_attribute": shard_attr,
+            },
+            fix=fix + "; an idle worker costs its memory and start-up and makes no batch",
+        )
+    ]
+
+
+# NOTE [worker threads]: the share of a core a worker's other threads must want, on
+# the median worker, for the oversubscription to be theirs (not too many workers).
+THREAD_MIN_DEMAND = 0.25
+
+
+def check_threads(report: Report) -> list[Finding]:
+    """NOTE [worker threads]: oversubscription is CPU demand above the CPUs the process
+    may use: the cores the workers' threads wanted (run + run-queue wait, measured in
+    each worker), summed over the pool, above `cpus_usable`, with the workers' own
+    extra threads wanting a share of it (12 workers × 16 OpenCV threads, PyTorch issue
+    #82219). A thread that woke now and then (a library's polling thread) wants almost
+    nothing and is not oversubscription, however many there are."""
+    cpus = report.environment.get("cpus_usable") or report.environment.get("cpu_count")
+    arms = []
+    for arm in report.arms.values():
+        workers = [
+            w for t in arm.trials if t.epochs for w in _train(t.workers) if w.cpu_demand is not None
+        ]
+        if workers:
+            arms.append((arm.name, workers))
+    if not arms or not cpus:
+        return []
     n = int(report.config["loader"]["num_workers"])
-    if per_worker < 2 or n * per_worker <= cpus:
+    name, workers = max(arms, key=lambda a: statistics.median(w.cpu_demand or 0 for w in a[1]))
+    per_worker = statistics.median(w.cpu_demand or 0.0 for w in workers)
+    extra = statistics.median(w.thread_cpu_demand or 0.0 for w in workers)
+    if n * per_worker <= cpus or extra < THREAD_MIN_DEMAND:
         return []
     torch_threads = max(w.torch_threads or 1 for w in workers)
-    peak = max(w.peak_threads or 0 for w in workers)
-    fix = (
-        "call torch.set_num_threads(1) in worker_init_fn (a worker_init_fn raised it to "
-        f"{torch_threads}); "
-        if torch_threads > 1
-        else ""
-    ) + (
-        "cap the libraries' thread pools in each worker: in worker_init_fn, "
-        "cv2.setNumThreads(1) for OpenCV and threadpoolctl.threadpool_limits(1) for BLAS/"
-        "OpenMP, or OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 in the "
-        "environment; or fewer workers"
-    )
+    compute = int(statistics.median(w.compute_threads or 1 for w in workers))
+    origins: dict[str, int] = {}
+    for w in workers:
+        for k, v in w.thread_origins.items():
+            origins[k] = max(origins.get(k, 0), v)
     return [
         Finding(
             id="thread-oversubscription",
             severity="warning",
-            title=f"{n} workers × {per_worker} computing threads each = {n * per_worker} "
-            f"threads on {cpus} usable CPUs: they take turns on the cores",
+            title=f"{n} workers each want {per_worker:.1f} cores (their threads' CPU time and "
+            f"run-queue wait; {extra:.1f} of it beyond the main thread): "
+            f"{n * per_worker:.1f} cores wanted on {cpus} usable CPUs, so they take turns",
             evidence={
                 "num_workers": n,
-                "compute_threads_per_worker": per_worker,
-                "peak_os_threads_per_worker": peak,
+                "arm": name,
+                "cpu_demand_per_worker": round(per_worker, 3),
+                "thread_cpu_demand_per_worker": round(extra, 3),
+                "cpu_demand_total": round(n * per_worker, 3),
+                "compute_threads_per_worker": compute,
+                "peak_os_threads_per_worker": max(w.peak_threads or 0 for w in workers),
                 "torch_threads_in_workers": torch_threads,
+                "thread_origins": origins,
                 "cpus_usable": cpus,
             },
-            fix=fix,
+            fix=_threads_fix(origins, torch_threads),
         )
     ]
+
+
+def _threads_fix(origins: dict[str, int], torch_threads: int) -> str:
+    """What to do about the threads that were seen busy, by what started them."""
+    parts = []
+    if torch_threads > 1:
+        parts.append(
+            f"call torch.set_num_threads(1) in worker_init_fn (torch runs {torch_threads} "
+            "intra-op threads in each worker)"
+        )
+    python = sorted(k.removeprefix("python:") for k in origins if k.startswith("python:"))
+    if python:
+        parts.append(
+            f"give the thread pools started by {', '.join(python)} fewer threads in each "
+            "worker (their threads were busy)"
+        )
+    native = sorted(k.removeprefix("native:") for k in origins if k.startswith("native:"))
+    if native or not parts:
+        named = f" (busy native threads: {', '.join(native)})" if native else ""
+        parts.append(
+            f"cap the native thread pools in each worker{named}: in worker_init_fn, "
+            "cv2.setNumThreads(1) for OpenCV and threadpoolctl.threadpool_limits(1) for "
+            "BLAS/OpenMP, or OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "
+            "in the environment"
+        )
+    return "; ".join(parts) + "; or fewer workers"
 
 
 # NOTE [start-up breakdown]: a worker pickle this large is reported whatever its time

@@ -37,6 +37,10 @@ _PLUMBING = ("multiprocessing.", "torch.")
 # each had used when the worker's init began.
 _BUSY_TICKS = 2
 _thread_cpu_base: dict[int, int] = {}
+# NOTE [worker threads]: what each thread had run or waited to run (ns, from
+# schedstat) when the worker's init began, and when that was: its CPU demand since.
+_thread_demand_base: dict[int, tuple[int, int, int]] = {}
+_init_ns: int | None = None
 
 
 def _on_exit(path: str, worker_id: int) -> None:
@@ -89,12 +93,15 @@ class WorkerInitProbe:
         return (_rebuilt, (type(self), None, self.events_path, self.user_fn, self.loader))
 
     def __call__(self, worker_id: int) -> None:
-        global _worker_id, _thread_cpu_base
+        global _worker_id, _thread_cpu_base, _thread_demand_base, _init_ns
         _worker_id = worker_id
         _thread_cpu_base = _thread_cpu()
+        _thread_demand_base = _thread_demand()
+        _init_ns = time_ns()
         self._emit(
             "worker_init",
             worker_id=worker_id,
+            held=_held(self.events_path),
             proc_start=process_start_ns(os.getpid()),
             unpickle_start=_unpickle_start,
             unpickle_end=_unpickle_end,
@@ -112,6 +119,19 @@ class WorkerInitProbe:
 
     def _emit(self, ev: str, **fields: Any) -> None:
         events.emit(self.events_path, ev, **fields)
+
+
+def _held(events_path: str) -> dict[str, int] | None:
+    """NOTE [held at init]: what the worker holds before it has run any of the user's
+    code (its worker_init_fn, its first item): the baseline the state it carries is
+    counted from. The sampler's first reading of a worker lands wherever it lands, before
+    or after a file the Dataset opens lazily at its first item; this one does not."""
+    from loaderprof import procfs
+
+    held = procfs.handles(os.getpid(), frozenset({events_path, os.path.realpath(events_path)}))
+    if held is None:
+        return None
+    return {"files": held.files, "inet": held.inet, "children": held.children}
 
 
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:
@@ -269,6 +289,60 @@ def _thread_cpu() -> dict[int, int]:
     return out
 
 
+def _thread_demand() -> dict[int, tuple[int, int, int]]:
+    """Each thread of this process: nanoseconds run, nanoseconds waited in the run
+    queue, and times scheduled (/proc/.../schedstat). Where the kernel keeps no
+    schedstat, the CPU it used alone (no wait: a lower bound)."""
+    pid = os.getpid()
+    out: dict[int, tuple[int, int, int]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                run_ns, wait_ns, slices = f.read().split()[:3]
+            out[int(tid)] = (int(run_ns), int(wait_ns), int(slices))
+        except (OSError, ValueError):
+            continue
+    if not out:
+        tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        return {tid: (ticks * tick_ns, 0, 0) for tid, ticks in _thread_cpu().items()}
+    return out
+
+
+# A thread that ran this long per time it was scheduled is computing (the scheduler
+# takes the core from it, and its run-queue wait is demand it could not meet); one
+# that runs a few µs per wake-up (a polling loop) waits for a core only because it
+# woke, and wants what it ran.
+_CPU_BOUND_SLICE_NS = 250_000
+
+
+def _wanted(now: tuple[int, int, int], base: tuple[int, int, int]) -> int:
+    run, wait, slices = (max(0, a - b) for a, b in zip(now, base, strict=True))
+    if slices and run / slices >= _CPU_BOUND_SLICE_NS:
+        return run + wait
+    return run
+
+
+def _origin(tid: int, python: dict[int, Any]) -> str:
+    """What started a thread: a Python thread's target module (or its class), else
+    the name the native thread gave itself (an OpenMP/BLAS/OpenCV pool)."""
+    t = python.get(tid)
+    if t is not None:
+        target = getattr(t, "_target", None)
+        if target is not None:
+            return f"python:{getattr(target, '__module__', None) or '?'}"
+        kind = type(t)
+        return f"python:{kind.__module__}.{kind.__qualname__}"
+    try:
+        with open(f"/proc/{os.getpid()}/task/{tid}/comm") as f:
+            return f"native:{f.read().strip()}"
+    except OSError:
+        return "native:?"
+
+
 def report_threads(events_path: str) -> None:
     """NOTE [worker threads]: how many threads this worker runs, and how many of
     them compute. A thread computes when it has used CPU (≥ 2 ticks) since the
@@ -280,22 +354,27 @@ def report_threads(events_path: str) -> None:
     that ran once is seen."""
     import threading
 
+    python = {t.native_id: t for t in threading.enumerate() if t.native_id is not None}
     plumbing = {
-        t.native_id
-        for t in threading.enumerate()
-        if getattr(getattr(t, "_target", None), "__module__", "").startswith(_PLUMBING)
+        tid
+        for tid, t in python.items()
+        if (getattr(getattr(t, "_target", None), "__module__", None) or "").startswith(_PLUMBING)
     }
     pid = os.getpid()
     cpu = _thread_cpu()
     if not cpu:
         return
-    busy = 1 + sum(
-        1
+    busy = [
+        tid
         for tid, ticks in cpu.items()
         if tid != pid
         and tid not in plumbing
         and ticks - _thread_cpu_base.get(tid, 0) >= _BUSY_TICKS
-    )
+    ]
+    origins: dict[str, int] = {}
+    for tid in busy:
+        name = _origin(tid, python)
+        origins[name] = origins.get(name, 0) + 1
     import torch
 
     events.emit(
@@ -303,9 +382,34 @@ def report_threads(events_path: str) -> None:
         "worker_threads",
         worker_id=_worker_id,
         threads=len(cpu),
-        compute=busy,
+        compute=1 + len(busy),
         torch_threads=torch.get_num_threads(),
+        origins=origins,
+        **_demand(pid, plumbing),
     )
+
+
+def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
+    """NOTE [worker threads]: the cores this worker's threads wanted on average since
+    its init (a computing thread's run + run-queue wait, another's run, over the wall
+    time): its main thread's, and its other threads' (plumbing left out: every worker
+    has it). A thread can want at most one core, however busy the machine, so a CPU
+    hog beside the run does not raise it."""
+    if _init_ns is None:
+        return {}
+    wall = time_ns() - _init_ns
+    if wall <= 0:
+        return {}
+    main, other = 0, 0
+    for tid, now in _thread_demand().items():
+        if tid in plumbing:
+            continue
+        used = _wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
+        if tid == pid:
+            main += used
+        else:
+            other += used
+    return {"main_demand": round(main / wall, 4), "thread_demand": round(other / wall, 4)}
 
 
 _OWN = ("inner", "events_path", "epoch_counter")

@@ -144,6 +144,16 @@ class WorkerResult:
     peak_threads: int | None = None
     compute_threads: int | None = None
     torch_threads: int | None = None
+    # NOTE [worker threads]: the cores its threads wanted on average (run + run-queue
+    # wait over the wall time since init: CPU demand, not what it got), the share of
+    # that of threads other than its main one, and what started its busy threads
+    # ("python:MODULE" for a Python thread's target, "native:COMM" for a native pool).
+    cpu_demand: float | None = None
+    thread_cpu_demand: float | None = None
+    thread_origins: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # NOTE [held at init]: open files, network connections and child processes the
+    # worker held as its init began, before any of the user's code ran in it.
+    held_at_init: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # Which loader the worker served: "train", or "val" (NOTE [validation pass]).
     loader: str = "train"
     # NOTE [start-up breakdown] (spawn/forkserver): what multiprocessing pickled for
@@ -559,15 +569,20 @@ CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
     "copy-on-read": ("copy-on-read",),
     "iterable sharding": ("iterable-duplicates", "iterable-length"),
     "order": ("order-repeats", "order-differs-between-arms"),
-    "content digests": ("rng-carried-in-workers", "content-not-reproducible"),
+    "content digests": (
+        "rng-carried-in-workers",
+        "content-not-reproducible",
+        "repeated-randomness",
+    ),
     "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
     "stragglers": ("straggler",),
     "shutdown": ("workers-outlive-loader",),
     "threads": ("thread-oversubscription",),
     "worker start-up": ("large-pickle", "serial-startup"),
+    "idle workers": ("idle-workers",),
 }
 # Every finding id a check can report (gates may name one: `finding:ID`).
-FINDING_IDS = tuple(fid for ids in CHECK_FINDINGS.values() for fid in ids)
+FINDING_IDS = tuple(dict.fromkeys(fid for ids in CHECK_FINDINGS.values() for fid in ids))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,39 @@ def rises_steadily(values: Sequence[float], min_step: float) -> bool:
     return ups >= 0.75 * steps and values[-1] - values[0] >= min_step * steps * 0.75
 
 
+# NOTE [growth to tell]: a series that rose after each of a few epochs does not say
+# whether it keeps rising (a leak) or levels off (a cache filling, files opened once per
+# chunk until every chunk is open, an allocator settling). A warning needs this many
+# pauses, rising to the last third of them; fewer that rise are reported as growth too
+# early to tell, at info, naming this many epochs.
+GROWTH_EPOCHS_TO_TELL = 10
+
+
+def growth_trend(values: Sequence[float], min_step: float) -> str | None:
+    """ "grows": rises steadily over ≥ GROWTH_EPOCHS_TO_TELL pauses and still does over
+    their last third (it has not levelled off); "too-few": rises steadily over fewer;
+    None: does not rise steadily, or levelled off."""
+    if not rises_steadily(values, min_step):
+        return None
+    if len(values) < GROWTH_EPOCHS_TO_TELL:
+        return "too-few"
+    tail = values[-(len(values) // 3 + 1) :]
+    return "grows" if rises_steadily(tail, min_step) else None
+
+
+# What a cache or a leak allocates is new to RSS too, so RSS grows about as much as
+# USS; pages copied on a write were already in RSS (NOTE [copy-on-read]), so it stays
+# put. A quarter tells them apart with room for an RSS reading a step behind (a pause
+# read before the last pages were touched).
+NEW_MEMORY_MIN_RSS_SHARE = 0.25
+
+
+def new_memory(uss_growth: float, rss_growth: float) -> bool:
+    """USS growth is new memory (a cache, a leak), not pages copied on a write: RSS
+    grew by at least a quarter as much, first to last. One rule for compare and watch."""
+    return rss_growth >= NEW_MEMORY_MIN_RSS_SHARE * uss_growth
+
+
 # NOTE [copy-on-read]: a forked worker that reads Python objects it inherited writes
 # their reference counts, and every page it touches turns from shared to private: its
 # USS rises with what it reads while RSS stays flat (those pages were already in RSS).

@@ -77,6 +77,8 @@ def build_report(
             "dataset_kind": dataset.get("kind"),
             "dataset_length": dataset.get("length"),
             "dataset_type": dataset.get("type"),
+            "dataset_shards": dataset.get("shards"),
+            "dataset_shards_attribute": dataset.get("shards_attribute"),
         }
     report = Report(
         schema_version=SCHEMA_VERSION,

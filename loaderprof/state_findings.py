@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loaderprof.results import DatasetState, Finding, Report, Verdict
+from loaderprof.results import ARM_LABEL, DatasetState, Finding, Report, Verdict
 
 STALE_FIX = (
     "keep per-epoch state where the workers see it: in shared memory (a tensor after "
@@ -229,10 +229,13 @@ def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | Non
     verdict names it and depends on it, but it does not decide between the arms.
     """
     relevant = [f for f in findings if f.id in CORRECTNESS]
-    if verdict is None or not relevant:
+    if verdict is None:
+        return verdict
+    verdict = _mention_persistent_warnings(verdict, findings)
+    if not relevant:
         return verdict
     reasons = [_reason(f) for f in relevant]
-    depends = tuple(dict.fromkeys(f.id for f in relevant))
+    depends = tuple(dict.fromkeys((*verdict.depends_on, *(f.id for f in relevant))))
     stale = next(
         (f for f in relevant if f.id == "stale-worker-state" and f.arm == "persistent"), None
     )
@@ -255,6 +258,29 @@ def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | Non
     return Verdict("keep_off", headline, (*reasons, *verdict.reasons), depends)
 
 
+def findings_the_verdict_must_mention(findings: Sequence[Finding]) -> list[tuple[str, str]]:
+    """(id, one sentence) for each warning about the persistent arm other than stale
+    state (which `weigh` words itself): a verdict that recommends persistence beside it
+    must say what persistence carries with it (a leak, memory that keeps growing)."""
+    return [
+        (f.id, f"warning ({ARM_LABEL.get(f.arm or '', f.arm)} arm): {f.title} [{f.id}]")
+        for f in findings
+        if f.severity in ("warning", "error") and f.arm == "persistent" and f.id not in CORRECTNESS
+    ]
+
+
+def _mention_persistent_warnings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
+    """The verdict's reasons name each persistent-arm warning, and it depends on it."""
+    mention = findings_the_verdict_must_mention(findings)
+    if not mention:
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        reasons=(*verdict.reasons, *(text for _, text in mention)),
+        depends_on=tuple(dict.fromkeys((*verdict.depends_on, *(fid for fid, _ in mention)))),
+    )
+
+
 def _upper_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -272,4 +298,7 @@ def _reason(f: Finding) -> str:
             f"{e['main_value']} at epoch {e['epoch']}, workers {e['workers']} kept "
             f"{e['worker_value']}{seen}"
         )
+    if e.get("attribute") is None:
+        # Told by the content digests alone (NOTE [random draws]).
+        return f"repeated randomness: {f.title}"
     return f"repeated randomness: `{e['attribute']}` ({e['kind']}) is not reseeded per worker{seen}"

@@ -151,8 +151,25 @@ def _build_dataset(path: str, cfg: RunConfig) -> tuple[Any, bool]:
         kind="iterable" if iterable else "map",
         length=length,
         type=f"{type(dataset).__module__}.{type(dataset).__qualname__}",
+        **_shards(dataset),
     )
     return dataset, iterable
+
+
+# Where Datasets say how many shards they split into (HF datasets' IterableDataset:
+# n_shards; others: num_shards), for NOTE [idle workers].
+SHARD_ATTRIBUTES = ("n_shards", "num_shards")
+
+
+def _shards(dataset: Any) -> dict[str, Any]:
+    for attr in SHARD_ATTRIBUTES:
+        try:
+            value = getattr(dataset, attr, None)
+        except Exception:  # a property that fails is the Dataset's business, not ours
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return {"shards": value, "shards_attribute": attr}
+    return {}
 
 
 def _user_functions(lo: LoaderOptions) -> tuple[Any, Any]:

@@ -12,7 +12,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.handle_findings import leaked_handles
+from loaderprof.handle_findings import leaked_handles, memory_growth
 from loaderprof.loader_findings import copy_on_read_finding
 from loaderprof.procfs import HANDLE_LABELS
 from loaderprof.results import Finding
@@ -20,7 +20,8 @@ from loaderprof.series import (
     GROWTH_MIN_BYTES,
     GROWTH_MIN_FRACTION,
     copies_on_read,
-    rises_steadily,
+    growth_trend,
+    new_memory,
 )
 from loaderprof.state_findings import stale_finding, stale_in
 from loaderprof.units import fmt_bytes
@@ -197,59 +198,54 @@ def check_stale(loaders: Sequence[WatchedLoader]) -> list[Finding]:
 
 
 def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
-    """A persistent pool whose memory between epochs grows every epoch (a cache or a
-    leak: new memory, so RSS grows with USS), by `compare`'s growth rule."""
+    """A persistent pool whose memory between epochs grows every epoch, with new memory
+    behind it, by `compare`'s rules (`growth_trend`, `new_memory`)."""
     out = []
     for ld in loaders:
         uss, rss = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch
-        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * (uss[0] if uss else 0))
-        if not ld.persistent_workers or not rises_steadily(uss, step):
+        if not ld.persistent_workers or not uss or not rss:
             continue
-        # New memory is new to RSS too (pages copied on a write were already in it):
-        # overall, not step by step (RSS can lag a step behind).
-        if not rss or rss[-1] - rss[0] < 0.25 * (uss[-1] - uss[0]):
+        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0])
+        trend = growth_trend(uss, step)
+        # Overall, not step by step (RSS can lag a step behind).
+        if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
             continue
-        per_epoch = (uss[-1] - uss[0]) / (len(uss) - 1)
         out.append(
-            Finding(
-                id="memory-grows-every-epoch",
-                severity="warning",
-                title=f"loader {ld.id}'s persistent workers hold more memory after every "
-                f"epoch: {fmt_bytes(per_epoch)} more each time "
-                f"({' → '.join(fmt_bytes(v) for v in uss)} USS)",
-                evidence={
+            memory_growth(
+                {f"loader {ld.id}'s persistent workers": (list(uss), trend)},
+                {
                     "loader": ld.id,
                     "site": ld.site,
                     "uss_by_epoch": list(uss),
                     "rss_by_epoch": list(rss),
-                    "growth_bytes_per_epoch": int(per_epoch),
                 },
-                fix="bound what each worker keeps across epochs (an LRU cache with a size "
-                "limit, or clear it per epoch); a persistent worker never gets a fresh start",
             )
         )
     return out
 
 
 def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
-    """A persistent worker holding more files, connections, threads or children after
-    every epoch (a leak), by `compare`'s rule."""
-    out: dict[str, Finding] = {}
-    for ld in loaders:
-        if not ld.persistent_workers:
-            continue
-        for w in ld.workers:
-            for key in HANDLE_LABELS:
+    """Persistent workers holding more files, connections, threads or children after
+    every epoch, by `compare`'s rule (`growth_trend`), each of them named."""
+    out = []
+    for key in HANDLE_LABELS:
+        for ld in loaders:
+            if not ld.persistent_workers:
+                continue
+            grown = {}
+            pids = []
+            for w in ld.workers:
                 series = [h[key] for h in w.handles_by_pause]
-                if key in out or not rises_steadily([float(v) for v in series], 1.0):
-                    continue
-                out[key] = leaked_handles(
-                    key,
-                    f"loader {ld.id}'s persistent worker {w.worker_id}",
-                    series,
-                    {"loader": ld.id, "site": ld.site, "pid": w.pid},
+                trend = growth_trend([float(v) for v in series], 1.0)
+                if trend is not None:
+                    grown[f"loader {ld.id}'s persistent worker {w.worker_id}"] = (series, trend)
+                    pids.append(w.pid)
+            if grown:
+                out.append(
+                    leaked_handles(key, grown, {"loader": ld.id, "site": ld.site, "pids": pids})
                 )
-    return list(out.values())
+                break
+    return out
 
 
 def check_leaked(loaders: Sequence[WatchedLoader], leaked: Sequence[int]) -> list[Finding]:

@@ -104,7 +104,7 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     from loaderprof.environment import usable_cpus
 
     cpus = usable_cpus() or 1
-    # Enough threads that two workers' exceed the cores on any machine.
+    # Enough threads that two workers' want more than the cores on any machine.
     threads = max(4, cpus)
     run, report = _check(tmp_path, "ThreadedWorker", "--arg", f"threads={threads}")
     assert run.returncode == 1, run.stderr
@@ -114,7 +114,41 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     # Its main thread and the pool's; the queue feeder and fd sharer are not counted.
     assert ev["compute_threads_per_worker"] == threads + 1
     assert ev["cpus_usable"] == cpus == report["environment"]["cpus_usable"]
+    assert ev["cpu_demand_total"] > cpus
     assert ev["torch_threads_in_workers"] == 1
-    assert "threadpool_limits" in finding["fix"]
+    # The fix names what started the busy threads: a ThreadPoolExecutor.
+    assert ev["thread_origins"] == {"python:concurrent.futures.thread": threads}
+    assert "concurrent.futures.thread" in finding["fix"]
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["peak_threads"] >= threads + 1 for w in workers)
+
+
+def test_a_polling_thread_is_not_oversubscription(tmp_path: Path) -> None:
+    """mosaicml-streaming's pattern: each worker runs a second thread that uses some CPU
+    (so it counts as computing) but wants a sliver of a core."""
+    run, report = _check(tmp_path, "PollingThread", "--num-workers", "2")
+    assert run.returncode == 0, run.stderr
+    assert report["findings"] == []
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    assert max(w["compute_threads"] for w in workers) == 2
+    assert all(w["thread_cpu_demand"] < 0.25 for w in workers)
+
+
+@pytest.mark.parametrize(("shards", "idle"), [(1, 1), (2, 0)])
+def test_a_worker_given_no_shard_is_named_with_the_shard_count(
+    tmp_path: Path, shards: int, idle: int
+) -> None:
+    """HF datasets' pattern: 1 shard for 2 workers leaves worker 1 with nothing to
+    yield in every epoch; 2 shards keep both busy."""
+    run, report = _check(tmp_path, "FewShards", "--arg", f"shards={shards}")
+    ids = [f["id"] for f in report["findings"]]
+    if not idle:
+        assert "idle-workers" not in ids and run.returncode == 0, report["findings"]
+        return
+    assert run.returncode == 1, run.stderr
+    (finding,) = [f for f in report["findings"] if f["id"] == "idle-workers"]
+    ev = finding["evidence"]
+    assert (ev["dataset_shards"], ev["dataset_shards_attribute"]) == (1, "n_shards")
+    assert ev["idle_workers_by_epoch"] == {"persistent": [1, 1], "non_persistent": [1, 1]}
+    assert "1 of 2 workers made no batch in any of the 2 epochs" in finding["title"]
+    assert "num_workers ≤ 1" in finding["fix"]

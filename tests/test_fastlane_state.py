@@ -142,3 +142,25 @@ def test_a_gate_fails_on_a_finding_and_passes_without_it() -> None:
     assert status == "fail" and results[0].value == 1.0
     with pytest.raises(UsageError, match="did you mean 'stale-worker-state'"):
         parse_gate("finding:stale-worker-stat")
+
+
+def test_the_verdict_names_a_persistent_arm_warning_it_is_issued_beside() -> None:
+    from loaderprof.state_findings import findings_the_verdict_must_mention
+
+    enable = Verdict("enable", "Enable persistent_workers: it saves 1 s per epoch.", ("fast",))
+    leak = Finding(
+        "leaked-files", "warning", "worker 0 holds more open files", {}, "f", "persistent"
+    )
+    early = Finding("leaked-files", "info", "too few epochs", {}, "f", "persistent")
+    threads = Finding("thread-oversubscription", "warning", "threads", {}, "f", None)
+    out = weigh(enable, [leak, early, threads])
+    assert out is not None and out.recommendation == "enable"
+    assert out.reasons[0] == "fast"
+    assert out.reasons[1:] == (
+        "warning (persistent arm): worker 0 holds more open files [leaked-files]",
+    )
+    assert out.depends_on == ("leaked-files",)
+    assert findings_the_verdict_must_mention([early, threads]) == []
+    # Beside stale state, both are depended on.
+    both = weigh(enable, [_finding("stale-worker-state", "persistent"), leak])
+    assert both is not None and both.depends_on == ("leaked-files", "stale-worker-state")

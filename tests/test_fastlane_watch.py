@@ -209,3 +209,37 @@ def test_a_pid_is_the_commands_only_with_the_start_it_was_seen_with() -> None:
     assert tree._ours(me)
     tree._known[me] = started - 1  # the same pid, an earlier process
     assert not tree._ours(me)
+
+
+def test_growth_to_tell_needs_enough_epochs_still_rising() -> None:
+    """NOTE [growth to tell]: litdata's pattern (3 files more after each epoch until every
+    chunk is open, then flat) looks like a leak over 4 epochs; over 12 it has levelled
+    off. A leak still rises in the last third of 10 epochs."""
+    from loaderprof.series import GROWTH_EPOCHS_TO_TELL, growth_trend
+
+    chunks = [float(min(5 + 3 * k, 30)) for k in range(40)]
+    assert growth_trend(chunks[:4], 1.0) == "too-few"
+    assert growth_trend(chunks[:12], 1.0) is None
+    assert growth_trend(chunks, 1.0) is None
+    leak = [float(5 + k) for k in range(GROWTH_EPOCHS_TO_TELL)]
+    assert growth_trend(leak, 1.0) == "grows"
+    assert growth_trend(leak[:-1], 1.0) == "too-few"
+
+
+def test_growth_findings_name_every_worker_and_their_severity_follows_the_trend() -> None:
+    from loaderprof.handle_findings import leaked_handles, memory_growth
+
+    few = leaked_handles(
+        "files", {"worker 0": ([5, 8, 11, 14], "too-few"), "worker 1": ([5, 8, 11], "too-few")}, {}
+    )
+    assert few.severity == "info"
+    assert "worker 0 and worker 1 hold more open files" in few.title
+    assert "10 would tell" in few.title and few.evidence["trend"] == "too-few"
+    assert few.evidence["files_by_epoch_by_worker"]["worker 1"] == [5, 8, 11]
+    leak = leaked_handles("files", {"worker 1": (list(range(10)), "grows")}, {})
+    assert leak.severity == "warning" and "still rising after 10 epochs" in leak.title
+    mib = float(1 << 20)
+    grown = memory_growth({"worker 0": ([10 * mib, 14 * mib, 18 * mib], "too-few")}, {})
+    assert grown.severity == "info" and "4.0 MiB more private memory" in grown.title
+    # No cause asserted from three readings: the fix says how to tell.
+    assert "--epochs 10" in grown.fix and "cache" not in grown.title
