@@ -233,9 +233,9 @@ def format_value(metric: str, v: float, mode: str = "abs") -> str:
 def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earned: bool) -> str:
     """NOTE [earned intervals]: "[low–high]" only where it was earned and means something."""
     if not earned:
-        return "[no interval]"
+        return "(no interval)"
     if value > 0 and (high > value * UNINFORMATIVE_FACTOR or low < value / UNINFORMATIVE_FACTOR):
-        return "[too wide]"
+        return "(too wide)"
     return f"[{_fmt(kind, low, mode)}–{_fmt(kind, high, mode)}]"
 
 

@@ -86,10 +86,10 @@ def test_gated_run_with_every_export(baseline: Path, tmp_path: Path) -> None:
     assert report["gate_status"] == "fail"
     assert report["baseline"]["path"] == str(baseline)
     frame = pd.read_csv(out["csv"])
-    # arms × (3 timing trials + 1 memory trial) × epochs
-    assert len(frame) == 2 * 4 * 3
+    # arms × (3 timing trials + 2 memory trials) × epochs
+    assert len(frame) == 2 * 5 * 3
     assert {"arm", "trial", "role", "epoch", "wall_s", "first_batch_s"} <= set(frame.columns)
-    assert sorted(frame["role"].value_counts().items()) == [("memory", 6), ("timing", 18)]
+    assert sorted(frame["role"].value_counts().items()) == [("memory", 12), ("timing", 18)]
     suite = ET.parse(out["xml"]).getroot()
     assert suite.get("tests") == "5" and suite.get("failures") == "1"
     md = out["md"].read_text()

@@ -111,8 +111,8 @@ def test_each_forked_trial_leads_its_own_session_and_nothing_is_left(tmp_path: P
     )
     assert report.complete
     seen = [json.loads(line) for line in out.read_text().splitlines()]
-    # 2 timing trials and 1 memory trial per arm, each a process of its own.
-    assert len(seen) == 6 and len({s["pid"] for s in seen}) == 6
+    # 2 timing trials and 2 memory trials per arm, each a process of its own.
+    assert len(seen) == 8 and len({s["pid"] for s in seen}) == 8
     for s in seen:
         # Its own session and process group: one killpg ends the trial, and only it.
         assert s["pid"] == s["pgid"] == s["sid"]

@@ -57,7 +57,7 @@ def test_an_interval_wider_than_10x_either_way_is_no_finding() -> None:
     assert f"{r.ci_high:.3g}" not in text and "more than 10× either way" in text
     from loaderprof.report.rows import fmt_ratio
 
-    assert fmt_ratio(r).endswith("[too wide]")
+    assert fmt_ratio(r).endswith("(too wide)")
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -80,7 +80,7 @@ def test_a_figure_read_once_has_no_interval_and_cannot_fail_a_gate() -> None:
     g = parse_gate("peak_worker_uss:<=10MiB")
     once = judge(g, MetricValue(50 * MiB, 50 * MiB, 50 * MiB, 1, has_interval=False))
     assert once.status == "inconclusive" and "read once" in once.message
-    assert "the whole interval" not in once.message and "[no interval]" in once.message
+    assert "the whole interval" not in once.message and "(no interval)" in once.message
     assert judge(g, MetricValue(5 * MiB, 5 * MiB, 5 * MiB, 1, has_interval=False)).status == (
         "pass"
     )

@@ -46,7 +46,7 @@ def interval_text(report: Report, *, brief: bool = False) -> str:
     c = report.comparison
     unit = "trial medians" if c is None or c.unit == "trial" else "one trial's epochs"
     what = f"ratio of geometric means of {unit}, persistent ÷ non-persistent"
-    wide = "" if brief else f"; [too wide]: beyond {UNINFORMATIVE_FACTOR:g}× either way"
+    wide = "" if brief else f"; (too wide): beyond {UNINFORMATIVE_FACTOR:g}× either way"
     if c is None or abs(c.confidence - 0.95) < 1e-9:
         return f"{what} [95 % CI{wide}]"
     level = f"{c.confidence * 100:.3g} %"
@@ -100,7 +100,7 @@ def fmt_ratio(r: Ratio | None) -> str:
         # Read once on a side, or no spread at all: a value, not an interval.
         return f"{ratio_text(r.value)} (no CI)"
     if not r.informative:
-        return f"{ratio_text(r.value)} [too wide]"
+        return f"{ratio_text(r.value)} (too wide)"
     return f"{ratio_text(r.value)} [{ratio_text(r.ci_low)}–{ratio_text(r.ci_high)}]"
 
 
