@@ -50,7 +50,11 @@ NEAR_LIMIT = 0.8
 
 
 def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]]:
-    return [(t, w) for t in arm.trials for w in t.workers if len(w.states) >= 3]
+    """In the order the findings name them: by trial, then worker id."""
+    return sorted(
+        ((t, w) for t in arm.trials for w in t.workers if len(w.states) >= 3),
+        key=lambda tw: (tw[0].index, tw[1].worker_id),
+    )
 
 
 def check_memory_growth(report: Report) -> list[Finding]:
@@ -66,6 +70,8 @@ def check_memory_growth(report: Report) -> list[Finding]:
         series = [float(s.uss_bytes or 0) for s in idle]
         step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
         trend = growth_trend(series, step)
+        if f"worker {w.worker_id}" in grown:
+            continue  # the first trial that shows it is the evidence
         if trend is None or not new_memory(
             series[-1] - series[0], idle[-1].rss_bytes - idle[0].rss_bytes
         ):
@@ -158,7 +164,8 @@ def check_handles(report: Report) -> list[Finding]:
             get = operator.attrgetter(key)
             series = [int(get(s)) for s in idle]
             trend = growth_trend([float(v) for v in series], 1.0)
-            if trend is not None:
+            # The first trial that shows a worker's growth is its evidence.
+            if trend is not None and f"worker {w.worker_id}" not in grown.get(key, {}):
                 grown.setdefault(key, {})[f"worker {w.worker_id}"] = (series, trend)
                 ev = where.setdefault(key, {"trial": t.index, "pids": [], "worker_ids": []})
                 ev["pids"].append(w.pid)

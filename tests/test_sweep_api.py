@@ -193,6 +193,10 @@ _VOLATILE_KEYS = {
     "warnings",
     # What each process's Dataset held (a worker's own pid, a cache it filled).
     "dataset_states",
+    # The cores a worker's threads wanted, and which of them were busy enough to name.
+    "cpu_demand",
+    "thread_cpu_demand",
+    "thread_origins",
 }
 
 
