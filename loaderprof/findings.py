@@ -329,13 +329,15 @@ def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Fin
         by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
         fresh = {k: len({d for _, d in v}) for k, v in by_arm.items()}
         epochs = {k: len(v) for k, v in by_arm.items()}
+        # Said only where no epoch of either arm saw another's samples again.
+        quality = ", not their quality" if fresh == epochs else ""
         return [
             Finding(
                 id="rng-carried-in-workers",
                 severity="info",
                 arm=None,
                 title=f"persistence changes which random draws the model sees from epoch "
-                f"{first}, not their quality: the arms agree in epoch 1 and draw differently "
+                f"{first}{quality}: the arms agree in epoch 1 and draw differently "
                 f"in epochs {', '.join(map(str, differs))}; "
                 + "; ".join(
                     f"the {ARM_LABEL[k]} arm saw {fresh[k]} different sets in {epochs[k]} epochs"

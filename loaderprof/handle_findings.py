@@ -74,7 +74,7 @@ def leaked_handles(
         "worker and reuse it; a persistent worker never gets a fresh start"
         if severity == "warning"
         else f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL}) to tell a leak from {label} "
-        "opened once per shard or chunk, which stop at the number of shards",
+        "held once per shard or chunk, which stop growing once every one is open",
         arm=arm,
     )
 

@@ -171,7 +171,8 @@ def check_idle_workers(report: Report) -> list[Finding]:
     idle: dict[str, list[int]] = {}
     for arm in report.arms.values():
         for t in arm.trials[:1]:
-            epochs = [e for e in t.epochs if not cut or e.batches < cut]
+            # An epoch with no worker's batch recorded says nothing about any worker.
+            epochs = [e for e in t.epochs if e.worker_pids and (not cut or e.batches < cut)]
             if epochs:
                 idle[arm.name] = [n - len(e.worker_pids) for e in epochs]
     if n < 2 or not idle or not all(min(v) > 0 for v in idle.values()):

@@ -160,3 +160,55 @@ def test_workers_alive_at_close_are_a_finding_and_none_alive_is_not() -> None:
     assert f.evidence["most_workers_alive"] == 2
     # One computing thread per worker on any machine: no oversubscription.
     assert check_threads(_report(_spawned_events(0.0, MiB))) == []
+
+
+def _with_threads(events: list[dict[str, object]], **fields: object) -> list[dict[str, object]]:
+    return [{**e, **fields} if e["ev"] == "worker_threads" else e for e in events]
+
+
+def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
+    """NOTE [worker threads]: a polling thread counts as computing but wants a sliver of
+    a core; a pool outside the GIL wants several, and the fix names what started it."""
+    import dataclasses
+
+    cpus = {"cpus_usable": 2}
+    polling = _report(
+        _with_threads(
+            _spawned_events(0.0, MiB),
+            compute=2,
+            main_demand=0.35,
+            thread_demand=0.01,
+            origins={"python:streaming.base.dataset": 1},
+        )
+    )
+    polling = dataclasses.replace(polling, environment={**polling.environment, **cpus})
+    assert check_threads(polling) == []
+    pool = _report(
+        _with_threads(
+            _spawned_events(0.0, MiB),
+            compute=5,
+            main_demand=0.9,
+            thread_demand=2.6,
+            origins={"python:concurrent.futures.thread": 4},
+        )
+    )
+    pool = dataclasses.replace(pool, environment={**pool.environment, **cpus})
+    (f,) = check_threads(pool)
+    assert f.evidence["cpu_demand_total"] == pytest.approx(7.0)
+    assert "concurrent.futures.thread" in f.fix and "OMP_NUM_THREADS" not in f.fix
+    assert "3.5 cores" in f.title
+
+
+def test_a_worker_that_makes_no_batch_in_any_epoch_is_idle() -> None:
+    from loaderprof.loader_findings import check_idle_workers
+
+    # Both workers make batches in both epochs.
+    assert check_idle_workers(_report(_spawned_events(0.0, MiB))) == []
+    # Worker 1 makes none: every batch comes from worker 0.
+    events = [
+        {**e, "pid": 201, "worker_id": 0} if e["ev"] == "batch" else e
+        for e in _spawned_events(0.0, MiB)
+    ]
+    (f,) = check_idle_workers(_report(events))
+    assert f.evidence["idle_workers_by_epoch"] == {"persistent": [1]}
+    assert "1 of 2 workers made no batch" in f.title
