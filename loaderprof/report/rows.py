@@ -45,7 +45,11 @@ def interval_text(report: Report, *, brief: bool = False) -> str:
     means, which need not equal the medians' ratio beside it."""
     c = report.comparison
     unit = "trial medians" if c is None or c.unit == "trial" else "one trial's epochs"
-    what = f"ratio of geometric means of {unit}, persistent ÷ non-persistent"
+    what = (
+        "ratio of geometric means, persist. ÷ non-pers."
+        if brief
+        else f"ratio of geometric means of {unit}, persistent ÷ non-persistent"
+    )
     wide = "" if brief else f"; (too wide): beyond {UNINFORMATIVE_FACTOR:g}× either way"
     if c is None or abs(c.confidence - 0.95) < 1e-9:
         return f"{what} [95 % CI{wide}]"
