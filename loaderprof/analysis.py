@@ -548,7 +548,11 @@ def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
 def _advice(ev: _Evidence, total: int) -> str:
     """The option that acts on the plan that ran, to reach `total` units per arm."""
     if ev.a.unit != "trial":
-        return "run --trials auto (or --trials 3 or more): one trial per arm cannot show its spread"
+        # One trial per arm: its steady epochs are the units, so --epochs adds them.
+        return (
+            f"run --epochs {total + 1} (or --trials auto: one trial per arm cannot show "
+            "how trials differ)"
+        )
     if ev.plan == "adaptive":
         return f"raise --max-trials (to about {total})"
     return f"run --trials {total} (or --trials auto, which stops once it is decided)"

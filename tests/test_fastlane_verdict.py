@@ -23,8 +23,8 @@ def test_a_real_12_percent_saving_with_too_few_epochs_is_undecided_and_says_what
     v = report.verdict  # type: ignore[attr-defined]
     assert v.recommendation == "neutral" and not v.decided
     assert v.headline.startswith("Not decided")
-    # One trial per arm: the advice names the option that gives the plan trials.
-    assert any("run --trials auto" in r for r in v.reasons)
+    # One trial per arm: the advice names the options that act on that plan.
+    assert any("run --epochs" in r and "--trials auto" in r for r in v.reasons)
 
 
 def test_the_same_saving_with_enough_epochs_is_enable() -> None:
