@@ -268,11 +268,11 @@ def compare(
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # Break-even and totals only count a saving the statistics support.
-    significant = (
-        steady is not None
-        and assess(steady.ratio, steady.p, confidence, 0.0, steady.n, steady.unit).direction
-        == "saving"
+    # NOTE [earned intervals]: not from an interval too wide to mean anything.
+    steady_a = (
+        assess(steady.ratio, steady.p, confidence, 0.0, steady.n, steady.unit) if steady else None
     )
+    significant = steady_a is not None and steady_a.informative and steady_a.direction == "saving"
     be = break_even_epochs(cold_extra, saved) if saved is not None and significant else None
     over = np_over = None
     if memory_budget_bytes is not None:
@@ -485,12 +485,20 @@ def verdict(
     plan: PlanMode = "adaptive" if max_trials is not None else "fixed"
     ev = _evidence(comparison, p_sum, r, saved, a, plan, max_trials)
     budget = comparison.memory_budget_bytes
-    if comparison.over_budget and budget is not None and not comparison.non_persistent_over_budget:
+    alone = comparison.non_persistent_over_budget is False
+    if comparison.over_budget and budget is not None and alone and _adds_memory(comparison):
         return _over_budget_verdict(p_sum, ev, budget)
     v = _time_verdict(comparison, ev, min_gain)
     if comparison.over_budget and budget is not None:
-        return _neither_fits(v, p_sum, np_sum, budget)
+        return _neither_fits(v, p_sum, np_sum, budget, between=alone)
     return v
+
+
+def _adds_memory(comparison: Comparison) -> bool:
+    """Persistence raises the tree's peak beyond noise: the peak-PSS ratio's interval
+    means something and lies above 1 (NOTE [earned intervals])."""
+    r = comparison.peak_total_pss_ratio
+    return r is not None and r.informative and r.ci_low > 1.0
 
 
 def _time_verdict(comparison: Comparison, ev: _Evidence, min_gain: float) -> Verdict:
@@ -555,7 +563,7 @@ def _advice(ev: _Evidence, total: int) -> str:
         )
     if ev.plan == "adaptive":
         return f"raise --max-trials (to about {total})"
-    return f"run --trials {total} (or --trials auto, which stops once it is decided)"
+    return f"run --trials {total}"
 
 
 def _what_decides(ev: _Evidence) -> str:
@@ -569,7 +577,8 @@ def _what_decides(ev: _Evidence) -> str:
         )
     if a.more is None:
         return _advice(ev, a.n + 1)
-    return f"about {a.more} more {units} per arm (n={a.n} now) would decide it: " + _advice(
+    unit = units if a.more != 1 else units[:-1]
+    return f"about {a.more} more {unit} per arm (n={a.n} now) would decide it: " + _advice(
         ev, a.n + a.more
     )
 
@@ -627,7 +636,7 @@ def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdi
     reasons = [
         f"over budget: with persistent workers the process tree peaks at "
         f"{fmt_bytes(peak)} PSS, above --memory-budget {fmt_bytes(budget)}, which the "
-        "run keeps without them"
+        "run stays within without them"
     ]
     if ev.a.direction == "saving" and ev.a.informative:
         reasons.append(f"it would save {fmt_seconds(ev.saved_s)} per epoch ({ev.interval})")
@@ -639,25 +648,36 @@ def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdi
     )
 
 
-def _neither_fits(v: Verdict, p_sum: ArmSummary, np_sum: ArmSummary | None, budget: int) -> Verdict:
-    """Both arms break the budget: persistence is not what breaks it, so the verdict
-    on time stands, and says that neither setting fits."""
+def _neither_fits(
+    v: Verdict, p_sum: ArmSummary, np_sum: ArmSummary | None, budget: int, *, between: bool
+) -> Verdict:
+    """Both arms break the budget, or it lies between peaks that do not differ beyond
+    noise: persistence is not shown to be what breaks it, so the verdict on time
+    stands, and says that neither setting is shown to fit."""
     p_peak = p_sum.peak_total_pss_bytes.median if p_sum.peak_total_pss_bytes else None
     np_peak = (
         np_sum.peak_total_pss_bytes.median
         if np_sum is not None and np_sum.peak_total_pss_bytes
         else None
     )
-    line = (
-        f"neither setting fits --memory-budget {fmt_bytes(budget)}: the process tree "
-        f"peaks at {fmt_bytes(p_peak)} PSS with persistent workers and "
-        f"{fmt_bytes(np_peak)} without, so persistence is not what breaks it"
+    peaks = (
+        f"the process tree peaks at {fmt_bytes(p_peak)} PSS with persistent workers and "
+        f"{fmt_bytes(np_peak)} without"
     )
-    return dataclasses.replace(
-        v,
-        headline=f"{v.headline} Neither setting fits the memory budget.",
-        reasons=(line, *v.reasons),
-    )
+    if between:
+        line = (
+            f"--memory-budget {fmt_bytes(budget)} lies between the two peaks ({peaks}), "
+            "which do not differ beyond noise, so neither setting is shown to fit and "
+            "persistence is not shown to be what breaks it"
+        )
+        headline = f"{v.headline} Neither setting is shown to fit the memory budget."
+    else:
+        line = (
+            f"neither setting fits --memory-budget {fmt_bytes(budget)}: {peaks}, so "
+            "persistence is not what breaks it"
+        )
+        headline = f"{v.headline} Neither setting fits the memory budget."
+    return dataclasses.replace(v, headline=headline, reasons=(line, *v.reasons))
 
 
 def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:

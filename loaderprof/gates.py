@@ -40,6 +40,7 @@ from loaderprof.results import (
     GateStatus,
     MetricValue,
     Report,
+    informative_interval,
 )
 from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
 
@@ -233,8 +234,8 @@ def format_value(metric: str, v: float, mode: str = "abs") -> str:
 def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earned: bool) -> str:
     """NOTE [earned intervals]: "[low–high]" only where it was earned and means something."""
     if not earned:
-        return "(no interval)"
-    if value > 0 and (high > value * UNINFORMATIVE_FACTOR or low < value / UNINFORMATIVE_FACTOR):
+        return "(no CI)"
+    if not informative_interval(value, low, high, earned):
         return "(too wide)"
     return f"[{_fmt(kind, low, mode)}–{_fmt(kind, high, mode)}]"
 
@@ -293,11 +294,12 @@ def judge(
             baseline.value if baseline else None,
         )
     # The interval end nearest the limit decides a fail: all of it must be past. A
-    # figure read once has no interval (NOTE [earned intervals]): it cannot fail.
+    # figure read once, or whose interval is too wide to mean anything, cannot fail
+    # (NOTE [earned intervals]).
     nearest = value.ci_low if gate.op in ("<=", "<") else value.ci_high
     if not _past(gate.op, value.value, gate.limit):
         status: GateStatus = "pass"
-    elif value.has_interval and _past(gate.op, nearest, gate.limit):
+    elif value.informative and _past(gate.op, nearest, gate.limit):
         status = "fail"
     else:
         status = "inconclusive"
@@ -313,8 +315,14 @@ def judge(
     message = f"{gate}: {status} ({what}{shown} {ci}, limit {target}, n={value.n})"
     if status == "inconclusive" and not value.has_interval:
         message += (
-            ": past the limit, but read once per side, so there is no interval to say it "
-            "is beyond noise (more trials, or --memory-trials for memory figures, give one)"
+            ": past the limit, but read once per side (or with no spread), so there is no "
+            "interval to say it is beyond noise (more trials, or --memory-trials for memory "
+            "figures, give one)"
+        )
+    elif status == "inconclusive" and not value.informative:
+        message += (
+            f": past the limit, but its interval reaches more than {UNINFORMATIVE_FACTOR:g}× "
+            "either way, too wide to say it is beyond noise"
         )
     elif status == "inconclusive":
         message += ": the median is past the limit but the interval straddles it"
@@ -331,6 +339,7 @@ def judge(
         message,
         baseline.value if baseline else None,
         has_interval=value.has_interval,
+        informative=value.informative,
     )
 
 

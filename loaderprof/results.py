@@ -428,6 +428,18 @@ class ArmResult:
 UNINFORMATIVE_FACTOR = 10.0
 
 
+def informative_interval(value: float, low: float, high: float, has_interval: bool) -> bool:
+    """NOTE [earned intervals], the one rule: an interval was earned, is finite, and
+    (for positive figures, read on the log scale) reaches no more than
+    UNINFORMATIVE_FACTOR from the value on either side. An interval on values that may
+    be zero (idle memory) is judged by being earned alone."""
+    if not has_interval or not all(math.isfinite(x) for x in (value, low, high)):
+        return False
+    if value > 0 and low > 0:
+        return high <= value * UNINFORMATIVE_FACTOR and low >= value / UNINFORMATIVE_FACTOR
+    return value > 0 or low <= value <= high
+
+
 @dataclass(frozen=True)
 class Ratio:
     """persistent / non_persistent, with its interval (see Comparison.confidence).
@@ -445,13 +457,9 @@ class Ratio:
 
     @property
     def informative(self) -> bool:
-        if not self.has_interval:
-            return False
-        if self.ci_low <= 0:
-            return False
-        return (
-            self.ci_high <= self.value * UNINFORMATIVE_FACTOR
-            and self.ci_low >= self.value / UNINFORMATIVE_FACTOR
+        # A ratio is positive: an interval reaching 0 says nothing.
+        return self.ci_low > 0 and informative_interval(
+            self.value, self.ci_low, self.ci_high, self.has_interval
         )
 
 
@@ -536,6 +544,10 @@ class MetricValue:
     n: int
     has_interval: bool = True
 
+    @property
+    def informative(self) -> bool:
+        return informative_interval(self.value, self.ci_low, self.ci_high, self.has_interval)
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -553,6 +565,9 @@ class GateResult:
     baseline: float | None = None
     # NOTE [earned intervals]: False when the value was read once (no interval).
     has_interval: bool = True
+    # False when there is no interval, or it is too wide to mean anything: such a
+    # gate is inconclusive at most.
+    informative: bool = True
 
 
 # Each check, by the name the tables show, and the findings it can report.

@@ -32,7 +32,7 @@ of freedom is so heavy-tailed that even a 16-fold saving settles at 99.4 % only
 about half the time; a third trial per arm lifts them to about two. The memory
 trials' spread (NOTE [spread of an arm]) now gives the first look two per arm too. Simulated
 (benchmarks/look_schedule.py), the look at 3 cuts the trials such a saving needs
-from 3.1 to 2.55 per arm on average and decides as often at the cap as looks at
+from 3.20 to 2.60 per arm on average and decides as often at the cap as looks at
 2, 4, 6; a look after every pair cuts the same on plain savings but takes more of
 the last look's α. The look at 3 falls mid-block (A B B A A B), where linear drift
 is not cancelled as at 2 and 4: it leaves a third of the drift between neighbouring
@@ -105,10 +105,13 @@ class ArmSpread:
     kind, at least as wide), pooled about their own mean (never below the timing
     trials' own spread, so coverage holds should they spread less); and the epochs inside
     each trial, whose spread sets a floor under the trial figure's variance
-    (σ²_within × π/2 ÷ m for a median of m) with many degrees of freedom. The
-    floor replaces the between-trial estimate only when it is the larger, so it
-    can only widen what the trials alone would show; benchmarks/interval_coverage.py
-    measures the coverage of the whole rule, unequal arm spreads included."""
+    (σ²_within × π/2 ÷ m for a median of m). The floor replaces the between-trial
+    variance only when it is the larger and keeps the trials' degrees of freedom,
+    so it can only widen what the trials would show. The memory trials' degrees of
+    freedom are kept even where the timing trials' own spread is the larger: that
+    part is not safe by construction, and benchmarks/interval_coverage.py measures
+    the coverage of the whole rule (unequal arm spreads, memory trials that spread
+    less than assumed)."""
 
     var: float
     df: float
@@ -151,8 +154,10 @@ def arm_spread(
         m = len(sizes) / sum(1 / s for s in sizes)
         factor = _MEDIAN_VARIANCE_FACTOR if m > 2 else 1.0
         floor = factor * (w_ss / w_dof) / m
+        # The floor raises the variance and keeps the trials' degrees of freedom: taking
+        # the epochs' many would shrink t and could narrow what the trials alone show.
         if floor > spread.var:
-            spread = ArmSpread(floor, float(w_dof), "epochs in trials")
+            spread = ArmSpread(floor, spread.df, "epochs in trials")
     return spread
 
 
@@ -209,6 +214,8 @@ def estimate_ratio(
     `seed` is kept for callers; the estimate is deterministic."""
     del seed
     fa, fb = unit_figures(a), unit_figures(b)
+    if not all(math.isfinite(v) for v in (*fa, *fb)):
+        return None
     if len(fa) >= 2 and len(fb) >= 2 and min(fa) > 0 and min(fb) > 0:
         sa = arm_spread(fa, unit_figures(extra_a), a)
         sb = arm_spread(fb, unit_figures(extra_b), b)
@@ -241,8 +248,9 @@ def estimate_median(
         return None
     med = float(np.median(pooled))
     figures = unit_figures(groups)
-    if len(pooled) == 1:
-        return MetricValue(med, med, med, 1, has_interval=False)
+    # Read once, or no spread at all: a value, not an interval (NOTE [earned intervals]).
+    if len(pooled) == 1 or len(set(figures if len(figures) >= 2 else pooled)) == 1:
+        return MetricValue(med, med, med, len(figures) or 1, has_interval=False)
     if len(figures) < 2:
         est = bootstrap_median(pooled, seed, confidence)
         assert est is not None

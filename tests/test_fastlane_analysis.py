@@ -104,7 +104,12 @@ def _comparison(ratio: Ratio | None, p: float | None, **kw: Any) -> Comparison:
         (_comparison(Ratio(1.0, 0.9, 1.1), 0.5), "neutral", "Not decided: no significant"),
         (
             _comparison(
-                Ratio(0.5, 0.45, 0.55), 0.001, over_budget=True, memory_budget_bytes=100 * MiB
+                Ratio(0.5, 0.45, 0.55),
+                0.001,
+                over_budget=True,
+                non_persistent_over_budget=False,
+                peak_total_pss_ratio=Ratio(1.5, 1.4, 1.6),
+                memory_budget_bytes=100 * MiB,
             ),
             "keep_off",
             "Keep persistent_workers off: the run does not fit the memory budget",
@@ -124,7 +129,13 @@ def test_verdict_branches(comparison: Comparison, recommendation: str, headline:
 def test_over_budget_mentions_the_saving_only_when_significant() -> None:
     p, _ = _pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
     ps = analysis.summarize_arm([p])
-    budget = {"over_budget": True, "memory_budget_bytes": 100 * MiB}
+    # Persistence alone breaks it, beyond noise (NOTE [earned intervals]).
+    budget = {
+        "over_budget": True,
+        "non_persistent_over_budget": False,
+        "peak_total_pss_ratio": Ratio(1.5, 1.4, 1.6),
+        "memory_budget_bytes": 100 * MiB,
+    }
     sig = analysis.verdict(_comparison(Ratio(0.5, 0.4, 0.6), 0.001, **budget), ps, min_gain=0.05)
     assert any(r.startswith("it would save") for r in sig.reasons)
     unsure = analysis.verdict(_comparison(Ratio(0.5, 0.4, 0.6), 0.2, **budget), ps, min_gain=0.05)

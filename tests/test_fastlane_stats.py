@@ -86,7 +86,8 @@ def test_one_trial_per_arm_falls_back_to_its_epochs_and_says_so() -> None:
 
 def test_per_arm_interval_comes_from_the_spread_of_trial_figures() -> None:
     tight = stats.estimate_median([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], seed=0)
-    assert tight == MetricValue(1.0, 1.0, 1.0, 3)
+    # No spread at all: a value, not an interval (NOTE [earned intervals]).
+    assert tight == MetricValue(1.0, 1.0, 1.0, 3, has_interval=False)
     spread = stats.estimate_median([[1.0, 1.0], [1.5, 1.5], [0.8, 0.8]], seed=0)
     assert spread is not None
     assert spread.value == 1.0 and spread.ci_low < 1.0 < spread.ci_high and spread.n == 3

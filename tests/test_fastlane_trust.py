@@ -80,10 +80,14 @@ def test_a_figure_read_once_has_no_interval_and_cannot_fail_a_gate() -> None:
     g = parse_gate("peak_worker_uss:<=10MiB")
     once = judge(g, MetricValue(50 * MiB, 50 * MiB, 50 * MiB, 1, has_interval=False))
     assert once.status == "inconclusive" and "read once" in once.message
-    assert "the whole interval" not in once.message and "(no interval)" in once.message
+    assert "the whole interval" not in once.message and "(no CI)" in once.message
     assert judge(g, MetricValue(5 * MiB, 5 * MiB, 5 * MiB, 1, has_interval=False)).status == (
         "pass"
     )
+    # An interval past the limit but too wide to mean anything cannot fail either.
+    rel = parse_gate("peak_worker_uss:+3%")
+    wide = judge(rel, MetricValue(20.0, 1.5, 200.0, 2), relative=MetricValue(20.0, 1.5, 200.0, 2))
+    assert wide.status == "inconclusive" and not wide.informative and "too wide" in wide.message
 
 
 def _memory_report(uss: list[int]) -> Report:

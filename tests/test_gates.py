@@ -143,13 +143,18 @@ def test_mann_whitney_and_bootstrap_median() -> None:
 
 
 def _peaks(p_pss: int, n_pss: int, budget: int) -> Report:
-    """The fast pair, each arm's tree peaking at its own PSS total."""
-    p, n = _pair([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
-    p = dataclasses.replace(p, memory=dataclasses.replace(p.memory, peak_total_pss_bytes=p_pss))
-    n = dataclasses.replace(n, memory=dataclasses.replace(n.memory, peak_total_pss_bytes=n_pss))
+    """The fast pair, two memory trials and two timing trials per arm, each arm's tree
+    peaking at its own PSS total (±0.5 % between its memory trials)."""
+    trials = []
+    for i, (role, wobble) in enumerate((("memory", 0.995), ("memory", 1.005), ("timing", 1.0))):
+        for k in (i, i + 3):
+            p, n = _pair([3.0, 1.0, 1.01, 0.99, 1.0 + k / 100], [3.0, 2.0, 2.02, 1.98, 2.0])
+            for t, pss in ((p, p_pss), (n, n_pss)):
+                mem = dataclasses.replace(t.memory, peak_total_pss_bytes=int(pss * wobble))
+                trials.append(dataclasses.replace(t, index=k, role=role, memory=mem))
     return build_report(
-        RunConfig(dataset="a:B", epochs=5, trials=1, memory_budget_bytes=budget),
-        [p, n],
+        RunConfig(dataset="a:B", epochs=5, trials=2, memory_budget_bytes=budget),
+        trials,
         imported={"torch": "2.x", "start_method": "fork"},
     )
 
@@ -175,6 +180,14 @@ def test_both_arms_over_budget_do_not_blame_persistence() -> None:
     assert v.reasons[0].startswith("neither setting fits --memory-budget 590.0 MiB")
     assert "persistence is not what breaks it" in v.reasons[0]
     assert not any(r.startswith("over budget") for r in v.reasons)
+
+
+def test_a_budget_between_peaks_that_do_not_differ_blames_nothing() -> None:
+    # 595 vs 590 MiB, each ±0.5 % between its two memory trials: not beyond noise.
+    v = _peaks(595 * MiB, 590 * MiB, budget=592 * MiB).verdict
+    assert v is not None and v.recommendation == "enable"
+    assert "Neither setting is shown to fit" in v.headline
+    assert "do not differ beyond noise" in v.reasons[0]
 
 
 def test_verdict_needs_a_significant_test() -> None:
