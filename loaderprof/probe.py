@@ -269,15 +269,19 @@ class CollateProbe:
         return out
 
 
+def _task_ids(pid: int) -> list[str]:
+    """This process's threads, as /proc names them (none if it cannot be read)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def _thread_cpu() -> dict[int, int]:
     """CPU ticks (user + system) each thread of this process has used."""
     pid = os.getpid()
     out: dict[int, int] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for tid in _task_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
                 # After the command (which may hold spaces), utime and stime are the
@@ -295,11 +299,7 @@ def _thread_demand() -> dict[int, tuple[int, int, int]]:
     schedstat, the CPU it used alone (no wait: a lower bound)."""
     pid = os.getpid()
     out: dict[int, tuple[int, int, int]] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for tid in _task_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
                 run_ns, wait_ns, slices = f.read().split()[:3]
