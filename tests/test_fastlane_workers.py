@@ -171,28 +171,23 @@ def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
     a core; a pool outside the GIL wants several, and the fix names what started it."""
     import dataclasses
 
-    cpus = {"cpus_usable": 2}
-    polling = _report(
-        _with_threads(
-            _spawned_events(0.0, MiB),
-            compute=2,
-            main_demand=0.35,
-            thread_demand=0.01,
-            origins={"python:streaming.base.dataset": 1},
-        )
+    def on_two_cpus(**threads: object) -> Report:
+        report = _report(_with_threads(_spawned_events(0.0, MiB), **threads))
+        return dataclasses.replace(report, environment={**report.environment, "cpus_usable": 2})
+
+    polling = on_two_cpus(
+        compute=2,
+        main_demand=0.35,
+        thread_demand=0.01,
+        origins={"python:streaming.base.dataset": 1},
     )
-    polling = dataclasses.replace(polling, environment={**polling.environment, **cpus})
     assert check_threads(polling) == []
-    pool = _report(
-        _with_threads(
-            _spawned_events(0.0, MiB),
-            compute=5,
-            main_demand=0.9,
-            thread_demand=2.6,
-            origins={"python:concurrent.futures.thread": 4},
-        )
+    pool = on_two_cpus(
+        compute=5,
+        main_demand=0.9,
+        thread_demand=2.6,
+        origins={"python:concurrent.futures.thread": 4},
     )
-    pool = dataclasses.replace(pool, environment={**pool.environment, **cpus})
     (f,) = check_threads(pool)
     assert f.evidence["cpu_demand_total"] == pytest.approx(7.0)
     assert "concurrent.futures.thread" in f.fix and "OMP_NUM_THREADS" not in f.fix
