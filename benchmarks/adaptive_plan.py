@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderprof.config import build_config
-from loaderprof.session import run_compare
+from loaderprof.comparing.session import run_compare
+from loaderprof.config.run import build_config
 
 EXAMPLES = (
     "loaderprof.examples:LazyResourceDataset",

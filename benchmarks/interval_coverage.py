@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from loaderprof.stats import (
+from loaderprof.analysis.stats import (
     BOOTSTRAP_RESAMPLES,
     arm_spread,
     bootstrap_ratio,

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from loaderprof.analysis import settled
-from loaderprof.config import RunConfig
-from loaderprof.stats import arm_spread, log_ratio_test, look_points, spent_confidences
+from loaderprof.analysis.comparison import settled
+from loaderprof.analysis.stats import arm_spread, log_ratio_test, look_points, spent_confidences
+from loaderprof.config.run import RunConfig
 
 MIN_GAIN = RunConfig.min_gain  # the default --min-gain
 LINE = 1 - MIN_GAIN

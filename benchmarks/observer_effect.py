@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderprof.analysis import steady_walls
-from loaderprof.config import build_config
-from loaderprof.results import Report
-from loaderprof.session import run_compare
+from loaderprof.analysis.comparison import steady_walls
+from loaderprof.comparing.session import run_compare
+from loaderprof.config.run import build_config
+from loaderprof.model.results import Report
 
 DATASET = "loaderprof.examples:CheapDataset"
 

@@ -43,9 +43,9 @@ from typing import Any
 
 from observer_effect import add_workload_args, workload
 
-from loaderprof.config import build_config
-from loaderprof.runner import TrialPlan
-from loaderprof.scheduler import Scheduled, run_trials
+from loaderprof.comparing.scheduler import Scheduled, run_trials
+from loaderprof.config.run import build_config
+from loaderprof.measure.runner import TrialPlan
 
 ARMS = (("persistent", True), ("non_persistent", False))
 

@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from loaderprof.config import build_config
-from loaderprof.session import run_compare
+from loaderprof.comparing.session import run_compare
+from loaderprof.config.run import build_config
 
 
 def main() -> None:

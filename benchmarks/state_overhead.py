@@ -26,10 +26,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from loaderprof.analysis import bootstrap_ratio
-from loaderprof.config import build_config
-from loaderprof.results import Report
-from loaderprof.session import run_compare
+from loaderprof.analysis.comparison import bootstrap_ratio
+from loaderprof.comparing.session import run_compare
+from loaderprof.config.run import build_config
+from loaderprof.model.results import Report
 
 DATASET = f"{Path(__file__).resolve()}:StatefulDataset"
 

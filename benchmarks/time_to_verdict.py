@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-from loaderprof.config import build_config
-from loaderprof.session import run_compare
+from loaderprof.comparing.session import run_compare
+from loaderprof.config.run import build_config
 
 DATASET = f"{Path(__file__).resolve()}:SlowEpochDataset"
 

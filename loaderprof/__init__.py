@@ -8,7 +8,7 @@ __all__ = ["__version__", "check", "compare", "sweep", "to_frame"]
 
 
 # Each name is a module-level attribute that no submodule shares, so importing a
-# submodule never shadows it (loaderprof.sweeps holds the sweep machinery).
+# submodule never shadows it (loaderprof.comparing.sweep holds the sweep machinery).
 def __getattr__(name: str) -> Any:
     # Lazy: `import loaderprof` (and the CLI's start-up) stays free of torch/pandas.
     if name in ("compare", "check", "sweep"):

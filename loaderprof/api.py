@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loaderprof.config import RunConfig, build_config, load_config_file
+from loaderprof.analysis.gates import Gate, check_needs_baseline, gates_from_table, parse_gate
+from loaderprof.comparing.scheduler import ProgressCallback
+from loaderprof.config.options import GateOptions, RunOptions, SweepOptions, fill
+from loaderprof.config.run import RunConfig, build_config, load_config_file
 from loaderprof.errors import UsageError
-from loaderprof.gates import Gate, check_needs_baseline, gates_from_table, parse_gate
-from loaderprof.options import GateOptions, RunOptions, SweepOptions, fill
+from loaderprof.measure.runner import TrialRunner
+from loaderprof.model.results import BaselineInfo, Report, SweepReport
 from loaderprof.report.json_report import read_report
-from loaderprof.results import BaselineInfo, Report, SweepReport
-from loaderprof.runner import TrialRunner
-from loaderprof.scheduler import ProgressCallback
 
 # `check` is `compare` with every lifecycle check on: one trial per arm and
 # content digests, unless the flags or the config file say otherwise.
@@ -121,8 +121,8 @@ def execute(
     distributed: bool = True,
 ) -> Execution:
     """Run both arms; under torchrun every rank runs and rank 0 gathers."""
-    from loaderprof import distributed as dist
-    from loaderprof.session import run_compare
+    from loaderprof.comparing import ranks as dist
+    from loaderprof.comparing.session import run_compare
 
     ctx = dist.detect() if distributed else None
     if ctx is None:
@@ -142,8 +142,8 @@ def execute(
 
 def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
     """Every rank's report to rank 0, which gets its own with the per-node summary."""
-    from loaderprof import distributed as dist
-    from loaderprof.results import from_dict, to_dict
+    from loaderprof.comparing import ranks as dist
+    from loaderprof.model.results import from_dict, to_dict
 
     gathered = dist.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
     if gathered is None:
@@ -160,7 +160,7 @@ def release(done: Execution) -> bool:
     short; then the process group ends. True when rank 0 reported for every rank."""
     if not done.distributed:
         return False
-    from loaderprof import distributed as dist
+    from loaderprof.comparing import ranks as dist
 
     return dist.release()
 
@@ -176,8 +176,8 @@ def gateable(report: Report) -> bool:
 
 def finalize(report: Report, prep: Prepared) -> Report:
     """The gates' results and the baseline's environment differences, on the report."""
-    from loaderprof.environment import fingerprint_differences
-    from loaderprof.gates import evaluate
+    from loaderprof.analysis.gates import evaluate
+    from loaderprof.model.environment import fingerprint_differences
 
     info = None
     if prep.baseline is not None:
@@ -217,7 +217,7 @@ def compare(dataset: Any, **kwargs: Any) -> Report:
     `[gates]` apply as on the command line), `gates` (expressions such as
     "steady_epoch_ratio:<=0.95"), `baseline` (a saved report's path, or a Report),
     `strict`, `on_progress`, `runner` (replaces the process-per-trial runner; tests use
-    a fake one), and the CLI's run options by name (see `loaderprof.options.RunOptions`):
+    a fake one), and the CLI's run options by name (see `loaderprof.config.options.RunOptions`):
     epochs, num_workers, batch_size, prefetch_factor, pin_memory, mp_context, shuffle,
     drop_last, timeout, collate_fn, worker_init_fn, step_ms, sample_interval, trials,
     warmup_trials, seed, train_epochs, min_gain, memory_budget, digests, ...
@@ -254,7 +254,7 @@ def _compare(
 def prepare_sweep(dataset: Any, run: RunOptions, grid_opts: SweepOptions) -> tuple[Any, Any]:
     """The sweep's RunConfig (validated with a worker count; each point sets its own)
     and its grid."""
-    from loaderprof.sweeps import SweepGrid
+    from loaderprof.comparing.sweep import SweepGrid
 
     grid = SweepGrid.from_options(grid_opts)
     file_values = load_config_file(run.config) if run.config else {}
@@ -274,9 +274,9 @@ def sweep(
     **options: Any,
 ) -> SweepReport:
     """Run every valid combination of the grid (num_workers, prefetch_factor, mp_context,
-    persistent: lists) with the other run options; see `loaderprof.sweeps.run_sweep`."""
-    from loaderprof.options import names
-    from loaderprof.sweeps import run_sweep
+    persistent: lists) with the other run options; see `loaderprof.comparing.sweep.run_sweep`."""
+    from loaderprof.comparing.sweep import run_sweep
+    from loaderprof.config.options import names
 
     grid_keys = names(SweepOptions)
     grid_opts = fill(SweepOptions, {k: v for k, v in options.items() if k in grid_keys})

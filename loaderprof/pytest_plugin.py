@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from loaderprof.results import Report
+    from loaderprof.model.results import Report
 
 SEVERITIES = ("info", "warning", "error")
 VERDICTS = ("enable", "keep_off", "neutral")
@@ -220,7 +220,7 @@ class LoaderprofFixture:
             # Written even when the run failed, as the CLI's --save-baseline.
             self._save(report)
         if not api.gateable(report):
-            from loaderprof.results import error_line
+            from loaderprof.model.results import error_line
 
             line = error_line(report) or "the run did not complete"
             text = report_text(report) if api.measured(report) else ""
@@ -262,7 +262,7 @@ def _error_message(message: str) -> str:
 def project_config(config: pytest.Config) -> Path | None:
     """The project's pyproject.toml when it has a [tool.loaderprof] table.
 
-    Only whether the table is there is read here; `loaderprof.config` parses and
+    Only whether the table is there is read here; `loaderprof.config.run` parses and
     validates it, as for `loaderprof compare --config pyproject.toml`."""
     inipath = config.inipath
     path = inipath if inipath and inipath.name == "pyproject.toml" else None

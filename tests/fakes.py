@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loaderprof.assemble import assemble_trial
-from loaderprof.config import RunConfig
-from loaderprof.results import TrialError, TrialResult
-from loaderprof.runner import EventCallback, TrialInterrupted, TrialPlan
-from loaderprof.sampler import Sample
+from loaderprof.config.run import RunConfig
+from loaderprof.measure.assemble import assemble_trial
+from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialPlan
+from loaderprof.measure.sampler import Sample
+from loaderprof.model.results import TrialError, TrialResult
 
 S = 1_000_000_000
 MiB = 1024 * 1024

@@ -15,10 +15,10 @@ from loaderprof.errors import ExitCode
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from loaderprof.config import RunConfig
-    from loaderprof.options import GateOptions, OutputOptions
+    from loaderprof.config.options import GateOptions, OutputOptions
+    from loaderprof.config.run import RunConfig
+    from loaderprof.model.results import Report, SweepReport
     from loaderprof.report.exporters import ReportKind, Target
-    from loaderprof.results import Report, SweepReport
 
 
 class Signals:
@@ -116,7 +116,7 @@ def trial_progress(
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from loaderprof.results import ARM_LABEL
+    from loaderprof.model.results import ARM_LABEL
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),

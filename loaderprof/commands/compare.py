@@ -19,9 +19,9 @@ from loaderprof.commands.common import (
     trial_progress,
     warn_inconclusive,
 )
+from loaderprof.config.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
 from loaderprof.errors import ExitCode, UsageError
-from loaderprof.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
-from loaderprof.results import error_line
+from loaderprof.model.results import error_line
 
 GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
 # A rank's failures that rank 0 reports for it (under torchrun).
@@ -57,7 +57,7 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     outputs = Outputs("compare", out_opts, gate_opts)
     err = stderr_console()
     signals = Signals().install()
-    from loaderprof.distributed import detect
+    from loaderprof.comparing.ranks import detect
 
     ctx = detect()
     # Under torchrun only rank 0 prints: a bar on every rank would garble the terminal.

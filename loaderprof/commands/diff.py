@@ -16,8 +16,8 @@ from loaderprof.commands.common import (
     stdout_console,
     warn_inconclusive,
 )
+from loaderprof.config.options import GateOptions, OutputOptions, UiOptions, split
 from loaderprof.errors import ExitCode
-from loaderprof.options import GateOptions, OutputOptions, UiOptions, split
 
 OUTPUTS = ("json", "csv", "markdown", "junit", "html")
 
@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
 
 def run(values: dict[str, Any]) -> int:
     from loaderprof import api
-    from loaderprof.config import RunConfig
+    from loaderprof.config.run import RunConfig
     from loaderprof.report.console import diff_table, gates_table
     from loaderprof.report.json_report import read_report
 
@@ -75,8 +75,8 @@ def run(values: dict[str, Any]) -> int:
 
 def diff_rows(old: Any, new: Any, *, seed: int) -> list[tuple[str, str, str, str, str]]:
     """(metric, baseline, new, new ÷ baseline [CI], p) for each metric both reports have."""
-    from loaderprof.analysis import diff_reports
-    from loaderprof.gates import format_value
+    from loaderprof.analysis.comparison import diff_reports
+    from loaderprof.analysis.gates import format_value
     from loaderprof.report.rows import fmt_ratio
 
     return [

@@ -1,4 +1,4 @@
-"""Typer parameters built from the option tables in `loaderprof.options`.
+"""Typer parameters built from the option tables in `loaderprof.config.options`.
 
 A command's signature is assembled here from the option groups it takes, so a
 flag, its type, help text and help panel are written once, in `options.py`,
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from loaderprof.options import cli_type
+from loaderprof.config.options import cli_type
 
 DATASET_HELP = (
     "Dataset as 'pkg.module:attr' or 'path/file.py:attr': a Dataset class, a factory "

@@ -26,11 +26,11 @@ def plan(
     """Project the host memory a training node needs: ranks × workers per rank."""
     from rich.console import Console
 
-    from loaderprof.environment import environment
-    from loaderprof.plan import project
+    from loaderprof.analysis.capacity import project
+    from loaderprof.model.environment import environment
+    from loaderprof.model.units import fmt_bytes
     from loaderprof.report.console import plan_table
     from loaderprof.report.json_report import read_report
-    from loaderprof.units import fmt_bytes
 
     report = read_report(path)
     w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])

@@ -9,7 +9,7 @@ import typer
 
 from loaderprof.commands import params
 from loaderprof.commands.common import Outputs, stdout_console
-from loaderprof.options import OutputOptions, UiOptions, split
+from loaderprof.config.options import OutputOptions, UiOptions, split
 
 
 def register(app: typer.Typer) -> None:

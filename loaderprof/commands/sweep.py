@@ -8,8 +8,8 @@ import typer
 
 from loaderprof.commands import params
 from loaderprof.commands.common import Outputs, Signals, stderr_console, stdout_console
+from loaderprof.config.options import OutputOptions, RunOptions, SweepOptions, UiOptions, split
 from loaderprof.errors import ExitCode
-from loaderprof.options import OutputOptions, RunOptions, SweepOptions, UiOptions, split
 
 # A sweep sets these per point; its grid options take their place.
 GRID = ("num_workers", "prefetch_factor", "mp_context")
@@ -40,8 +40,8 @@ def register(app: typer.Typer) -> None:
 
 def run(values: dict[str, Any]) -> int:
     from loaderprof import api
+    from loaderprof.comparing.sweep import expand, run_sweep
     from loaderprof.report.console import sweep_table
-    from loaderprof.sweeps import expand, run_sweep
 
     values = dict(values)
     dataset = values.pop("dataset", None)

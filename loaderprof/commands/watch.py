@@ -89,7 +89,7 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.report.exporters import check_writable, write_atomic
     from loaderprof.report.watch_console import render
     from loaderprof.report.watch_export import to_json, to_markdown
-    from loaderprof.watch_session import watch
+    from loaderprof.watching.session import watch
 
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])

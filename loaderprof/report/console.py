@@ -12,6 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report, Stat
+from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.rows import (
     ARM_SHORT,
     REUSED,
@@ -24,8 +26,6 @@ from loaderprof.report.rows import (
     plan_text,
     summary_rows,
 )
-from loaderprof.results import ARM_LABEL, ArmResult, Finding, Report, Stat
-from loaderprof.units import fmt_bytes, fmt_seconds
 
 VERDICT_STYLE = {"enable": "bold green", "keep_off": "bold red", "neutral": "bold yellow"}
 
@@ -213,7 +213,7 @@ def _checks(report: Report, verbose: bool) -> list[RenderableType]:
         return [findings_panel(report.findings) if verbose else brief_findings(report.findings)]
     if not any(t.epochs for arm in report.arms.values() for t in arm.trials):
         return []
-    from loaderprof.findings import checks_run
+    from loaderprof.checks.registry import checks_run
 
     ran = checks_run(report)
     if not ran:
@@ -351,7 +351,7 @@ def gates_table(report: Report) -> Table:
     t.add_column("gate", overflow="fold")
     t.add_column("value [95 % CI]", justify="right")
     t.add_column("limit", justify="right")
-    from loaderprof.gates import format_result
+    from loaderprof.analysis.gates import format_result
 
     for g in report.gates:
         shown, limit = format_result(g)

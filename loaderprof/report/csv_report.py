@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.results import EpochResult, Report, SweepReport, TrialResult
+from loaderprof.model.results import EpochResult, Report, SweepReport, TrialResult
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from loaderprof.errors import UsageError
-from loaderprof.results import Report, SweepReport
+from loaderprof.model.results import Report, SweepReport
 
 ReportKind = Literal["compare", "sweep"]
 

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, EpochResult, Report, TrialResult
+from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
-from loaderprof.results import ARM_LABEL, ARMS, ArmResult, EpochResult, Report, TrialResult
-from loaderprof.units import fmt_bytes, fmt_seconds
 
 # The same arm colours as the --plot figure, so the two read alike.
 _VERDICT = {"enable": "enable", "keep_off": "keep off", "neutral": "neutral"}
@@ -224,7 +224,7 @@ def _th(i: int, cell: str) -> str:
 def _findings(report: Report) -> list[str]:
     out = ['<section id="findings">', "<h2>Lifecycle findings</h2>"]
     if not report.findings:
-        from loaderprof.findings import checks_run
+        from loaderprof.checks.registry import checks_run
 
         measured = any(t.epochs for arm in report.arms.values() for t in arm.trials)
         ran = checks_run(report) if measured else []
@@ -248,7 +248,7 @@ def _findings(report: Report) -> list[str]:
 def _gates(report: Report) -> list[str]:
     if not report.gates:
         return []
-    from loaderprof.gates import format_result
+    from loaderprof.analysis.gates import format_result
 
     rows = []
     for g in report.gates:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof.errors import UsageError
-from loaderprof.results import SCHEMA_VERSION, Report, SweepReport, from_dict, to_dict
+from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport, from_dict, to_dict
 
 
 def to_json(report: Report | SweepReport, *, indent: int | None = 2) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from loaderprof.results import Report
+from loaderprof.model.results import Report
 
 
 def to_junit(report: Report, *, strict: bool = False) -> str:

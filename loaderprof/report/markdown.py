@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from loaderprof.model.results import ARM_LABEL, Report
 from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
-from loaderprof.results import ARM_LABEL, Report
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
 _VERDICT = {"enable": "✅ enable", "keep_off": "⛔ keep off", "neutral": "➖ neutral"}
@@ -54,7 +54,7 @@ def to_markdown(report: Report) -> str:
             "| | gate | value [95 % CI] | limit | result |",
             "|---|---|---:|---:|---|",
         ]
-        from loaderprof.gates import format_result
+        from loaderprof.analysis.gates import format_result
 
         for g in report.gates:
             shown, limit = format_result(g)

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loaderprof.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
-from loaderprof.units import fmt_bytes, fmt_seconds
-from loaderprof.units import fmt_ratio as ratio_text
+from loaderprof.model.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
+from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_ratio as ratio_text
 
 __all__ = [
     "ARM_LABEL",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loaderprof.results import ARM_LABEL as _LABEL
-from loaderprof.results import Report, TrialResult
+from loaderprof.model.results import ARM_LABEL as _LABEL
+from loaderprof.model.results import Report, TrialResult
 
 GAP_US = 1_000_000
 MiB = 1024 * 1024

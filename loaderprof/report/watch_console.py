@@ -6,10 +6,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from loaderprof.model.results import Stat
+from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel
-from loaderprof.results import Stat
-from loaderprof.units import fmt_bytes, fmt_seconds
-from loaderprof.watch_results import WatchedLoader, WatchReport
 
 _REUSED = {True: "yes", False: "no", None: "–"}
 _TORCH = "torch.utils.data.dataloader.DataLoader"

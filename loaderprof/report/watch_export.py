@@ -6,9 +6,9 @@ import json
 from importlib import resources
 from typing import Any
 
-from loaderprof.results import to_dict
-from loaderprof.units import fmt_bytes, fmt_seconds
-from loaderprof.watch_results import WatchReport
+from loaderprof.model.results import to_dict
+from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.watch import WatchReport
 
 
 def load_watch_schema() -> dict[str, Any]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loaderprof.model.watch import WatchReport
 from loaderprof.report.trace import meta, span
-from loaderprof.watch_results import WatchReport
 
 # Loader tracks get pids of their own, far from any real pid.
 _LOADER_PID = 10_000_000

@@ -1,0 +1,1 @@
+"""Pure analysis: statistics, summaries, the verdict, gates, projections, capacity."""

@@ -1,0 +1,351 @@
+"""Intervals and tests, with the trial as the statistical unit.
+
+NOTE [trial is the unit]: the epochs of one trial share a process, its
+allocator, its page cache and the machine's state at that moment, so they are
+not independent draws. Pooling them makes intervals too narrow whenever trials
+differ from each other (pyperf treats each worker process as its unit for the
+same reason). So each trial is reduced to one figure (the median of its
+values: its steady epochs, its first batches; a memory peak is already one per
+trial) and the arms are compared on those figures: a t on their logs, whose
+interval is exp(difference of mean logs ± t·SE) and whose p comes from the same
+statistic, so the two always agree. Each arm's variance and degrees of freedom
+come from NOTE [spread of an arm]; the two arms' combine by Welch-Satterthwaite.
+With a handful of trials a t interval keeps its nominal coverage where a
+bootstrap of 3 units cannot (benchmarks/interval_coverage.py measures both).
+Only with a single trial in an arm, where trial-to-trial spread cannot be seen,
+do the epochs stand in as units (the same t on their logs), and the report says
+so.
+
+NOTE [sequential looks]: the adaptive plan looks at the data at 2 and 3 trials
+per arm, then after every A B B A block (4, 6, ...) and at its cap, and stops once
+the interval settles. Each look at level α would inflate false decisions, so α is
+spent over the looks the plan may take with the power spending function α·t²
+(Kim and DeMets, 1987; t = trials so far ÷ the cap): look k's interval is at
+level 1 − (α·t_k² − α·t_(k-1)²). The levels' misses sum to α, so by the union
+bound the chance that any look's interval misses the truth stays at most α,
+wherever the plan stops. Spending little early keeps most of α for the last look:
+at the cap the plan decides about as often as a fixed plan of one trial fewer.
+The look at 3 is there because of Welch's degrees of freedom: with two trials per
+arm and their spread alone they fall to about one whenever one arm's trials spread
+more than the other's (a fast persistent arm usually does), and a t with one degree
+of freedom is so heavy-tailed that even a 16-fold saving settles at 99.4 % only
+about half the time; a third trial per arm lifts them to about two. The memory
+trials' spread (NOTE [spread of an arm]) now gives the first look two per arm too. Simulated
+(benchmarks/look_schedule.py), the look at 3 cuts the trials such a saving needs
+from 3.20 to 2.60 per arm on average and decides as often at the cap as looks at
+2, 4, 6; a look after every pair cuts the same on plain savings but takes more of
+the last look's α. The look at 3 falls mid-block (A B B A A B), where linear drift
+is not cancelled as at 2 and 4: it leaves a third of the drift between neighbouring
+trials in the difference, which the trials' spread (and so the interval) holds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from loaderprof.model.results import MetricValue, Ratio
+
+ALPHA = 0.05
+CONFIDENCE = 1 - ALPHA
+BOOTSTRAP_RESAMPLES = 4000
+
+Unit = Literal["trial", "epoch"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A persistent ÷ non-persistent (or new ÷ baseline) ratio with its interval and test."""
+
+    ratio: Ratio
+    p: float | None
+    unit: Unit
+    # Units behind the numerator: trials, or epochs when one trial stands alone.
+    n: int
+    spread: tuple[ArmSpread, ArmSpread] | None = None
+
+
+def unit_figures(groups: Sequence[Sequence[float]]) -> list[float]:
+    """One figure per trial: the median of its values (trials without any are left out)."""
+    return [float(np.median(g)) for g in groups if len(g)]
+
+
+def _pooled(groups: Sequence[Sequence[float]]) -> list[float]:
+    return [float(v) for g in groups for v in g]
+
+
+def _t_quantile(confidence: float, df: float) -> float:
+    # scipy.special, not scipy.stats: the same function, a fifth of the import time.
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 1 - (1 - confidence) / 2))
+
+
+# The variance of the median of m normal values, as a multiple of σ²/m: π/2 in the
+# limit, and above the exact small-m factors (1.35 at 3, 1.19 at 4), so a floor
+# built on it errs wide. Two values' median is their mean.
+_MEDIAN_VARIANCE_FACTOR = math.pi / 2
+
+
+@dataclass(frozen=True)
+class ArmSpread:
+    """NOTE [spread of an arm]: the variance of one trial figure of an arm (log
+    scale), the degrees of freedom behind it, and what it was learned from.
+
+    The trial figures' own spread (between trials) is the honest measure, but two
+    trials give it one degree of freedom, and a t with one is so heavy-tailed that
+    two trials per arm decide almost nothing. Two sources add degrees of freedom
+    without touching the level: the arm's memory trials (the same arm, run the same
+    way, sampled deeply: their epochs are not timed for the level, since sampling
+    shifts it, but their spread between trials is run-to-run spread of the same
+    kind, at least as wide), pooled about their own mean (never below the timing
+    trials' own spread, so coverage holds should they spread less); and the epochs inside
+    each trial, whose spread sets a floor under the trial figure's variance
+    (σ²_within × π/2 ÷ m for a median of m). The floor replaces the between-trial
+    variance only when it is the larger and keeps the trials' degrees of freedom,
+    so it can only widen what the trials would show. The memory trials' degrees of
+    freedom are kept even where the timing trials' own spread is the larger: that
+    part is not safe by construction, and benchmarks/interval_coverage.py measures
+    the coverage of the whole rule (unequal arm spreads, memory trials that spread
+    less than assumed)."""
+
+    var: float
+    df: float
+    source: Literal["trials", "epochs in trials"]
+
+
+def _logs(values: Sequence[float]) -> np.ndarray:
+    return np.log(np.asarray(values, dtype=float))
+
+
+def arm_spread(
+    figures: Sequence[float],
+    extra: Sequence[float] = (),
+    groups: Sequence[Sequence[float]] = (),
+) -> ArmSpread | None:
+    """The spread of one arm's trial figure (NOTE [spread of an arm]): `figures` the
+    timing trials' figures, `extra` other trials' figures of the same arm (memory
+    trials), `groups` the values each timing figure is the median of."""
+    ss, dof, own = 0.0, 0, 0.0
+    for part in (figures, extra):
+        if len(part) >= 2 and min(part) > 0:
+            x = _logs(part)
+            ss += float(((x - x.mean()) ** 2).sum())
+            dof += x.size - 1
+            if part is figures:
+                own = ss / dof
+    if dof == 0:
+        return None
+    # The memory trials lend degrees of freedom and may widen the spread, never narrow
+    # the timing trials' own: should they spread less than assumed, coverage holds.
+    spread = ArmSpread(max(ss / dof, own), float(dof), "trials")
+    w_ss, w_dof, sizes = 0.0, 0, []
+    for g in groups:
+        if len(g) >= 2 and min(g) > 0:
+            x = _logs(g)
+            w_ss += float(((x - x.mean()) ** 2).sum())
+            w_dof += x.size - 1
+            sizes.append(x.size)
+    if w_dof:
+        m = len(sizes) / sum(1 / s for s in sizes)
+        factor = _MEDIAN_VARIANCE_FACTOR if m > 2 else 1.0
+        floor = factor * (w_ss / w_dof) / m
+        # The floor raises the variance and keeps the trials' degrees of freedom: taking
+        # the epochs' many would shrink t and could narrow what the trials alone show.
+        if floor > spread.var:
+            spread = ArmSpread(floor, spread.df, "epochs in trials")
+    return spread
+
+
+def log_ratio_test(
+    a: Sequence[float],
+    b: Sequence[float],
+    spread_a: ArmSpread,
+    spread_b: ArmSpread,
+    confidence: float = CONFIDENCE,
+) -> tuple[Ratio, float | None]:
+    """exp(mean log a − mean log b) with its t interval and two-sided p, from one
+    statistic (so p < 1 − confidence exactly when the interval leaves 1 out);
+    degrees of freedom by Welch-Satterthwaite over the two arms' spreads."""
+    d = float(_logs(a).mean() - _logs(b).mean())
+    va, vb = spread_a.var / len(a), spread_b.var / len(b)
+    se = math.sqrt(va + vb)
+    # Below rounding of equal logs: no spread at all.
+    if se <= 1e-12 * max(1.0, abs(d)):
+        # No spread seen at all: nothing to build an interval or a test on (NOTE
+        # [earned intervals]), however many units.
+        v = math.exp(d)
+        return Ratio(v, v, v, has_interval=False), None
+    df = (va + vb) ** 2 / (va**2 / spread_a.df + vb**2 / spread_b.df)
+    from scipy.special import stdtr
+
+    half = _t_quantile(confidence, df) * se
+    p = float(2 * stdtr(df, -abs(d) / se))
+    return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half)), p
+
+
+def welch_log_ratio(
+    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[Ratio, float | None] | None:
+    """exp(mean log a − mean log b), its Welch t interval and two-sided p.
+    None unless both sides have two or more positive figures."""
+    if len(a) < 2 or len(b) < 2 or min(a) <= 0 or min(b) <= 0:
+        return None
+    sa, sb = arm_spread(a), arm_spread(b)
+    assert sa is not None and sb is not None
+    return log_ratio_test(a, b, sa, sb, confidence)
+
+
+def estimate_ratio(
+    a: Sequence[Sequence[float]],
+    b: Sequence[Sequence[float]],
+    *,
+    seed: int,
+    confidence: float = CONFIDENCE,
+    extra_a: Sequence[Sequence[float]] = (),
+    extra_b: Sequence[Sequence[float]] = (),
+) -> Estimate | None:
+    """a ÷ b from per-trial groups of values (NOTE [trial is the unit]); `extra_*`:
+    other trials of each arm that inform its spread only (NOTE [spread of an arm]).
+    `seed` is kept for callers; the estimate is deterministic."""
+    del seed
+    fa, fb = unit_figures(a), unit_figures(b)
+    if not all(math.isfinite(v) for v in (*fa, *fb)):
+        return None
+    if len(fa) >= 2 and len(fb) >= 2 and min(fa) > 0 and min(fb) > 0:
+        sa = arm_spread(fa, unit_figures(extra_a), a)
+        sb = arm_spread(fb, unit_figures(extra_b), b)
+        assert sa is not None and sb is not None
+        r, p = log_ratio_test(fa, fb, sa, sb, confidence)
+        return Estimate(r, p, "trial", len(fa), spread=(sa, sb))
+    pa, pb = _pooled(a), _pooled(b)
+    if not pa or not pb or min(pa) <= 0 or min(pb) <= 0:
+        return None
+    value = math.exp(float(_logs(pa).mean() - _logs(pb).mean()))
+    if len(pa) < 2 or len(pb) < 2:
+        # NOTE [earned intervals]: read once on a side: a value, not an interval.
+        return Estimate(Ratio(value, value, value, has_interval=False), None, "epoch", len(pa))
+    # One trial on a side: its epochs stand in as units, tested as trials are.
+    sa, sb = arm_spread(pa), arm_spread(pb)
+    assert sa is not None and sb is not None
+    r, p = log_ratio_test(pa, pb, sa, sb, confidence)
+    return Estimate(r, p, "epoch", len(pa), spread=(sa, sb))
+
+
+def estimate_median(
+    groups: Sequence[Sequence[float]], *, seed: int, confidence: float = CONFIDENCE
+) -> MetricValue | None:
+    """The median of all values with its interval and units: the interval's width
+    comes from the spread of the trial figures (t on their logs, or on the values when
+    some are not positive); from a bootstrap of the values when there is one trial;
+    none when there is one value (NOTE [earned intervals])."""
+    pooled = _pooled(groups)
+    if not pooled:
+        return None
+    med = float(np.median(pooled))
+    figures = unit_figures(groups)
+    # Read once, or no spread at all: a value, not an interval (NOTE [earned intervals]).
+    if len(pooled) == 1 or len(set(figures if len(figures) >= 2 else pooled)) == 1:
+        return MetricValue(med, med, med, len(figures) or 1, has_interval=False)
+    if len(figures) < 2:
+        est = bootstrap_median(pooled, seed, confidence)
+        assert est is not None
+        return MetricValue(*est, len(pooled))
+    x = np.asarray(figures, dtype=float)
+    q = _t_quantile(confidence, x.size - 1)
+    if x.min() > 0:
+        half = q * float(np.log(x).std(ddof=1)) / math.sqrt(x.size)
+        return MetricValue(med, med * math.exp(-half), med * math.exp(half), x.size)
+    half = q * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return MetricValue(med, med - half, med + half, x.size)
+
+
+def bootstrap_ratio(
+    a: Sequence[float], b: Sequence[float], seed: int, confidence: float = CONFIDENCE
+) -> Ratio | None:
+    """median(a) / median(b) with a percentile bootstrap interval, values as units."""
+    if not a or not b:
+        return None
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    mb = float(np.median(xb))
+    if mb <= 0:
+        return None
+    value = float(np.median(xa)) / mb
+    rng = np.random.default_rng(seed)
+    ra = np.median(rng.choice(xa, size=(BOOTSTRAP_RESAMPLES, xa.size)), axis=1)
+    rb = np.median(rng.choice(xb, size=(BOOTSTRAP_RESAMPLES, xb.size)), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = ra / rb
+    ratios = ratios[np.isfinite(ratios)]
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return Ratio(value, float(lo), float(hi))
+
+
+def bootstrap_median(
+    values: Sequence[float], seed: int, confidence: float = CONFIDENCE
+) -> tuple[float, float, float] | None:
+    """(median, low, high): the median with a percentile bootstrap interval."""
+    if not values:
+        return None
+    x = np.asarray(values, dtype=float)
+    med = float(np.median(x))
+    if x.size == 1:
+        return med, med, med
+    rng = np.random.default_rng(seed)
+    meds = np.median(rng.choice(x, size=(BOOTSTRAP_RESAMPLES, x.size)), axis=1)
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(meds, [tail, 100 - tail])
+    return med, float(lo), float(hi)
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Two-sided Mann-Whitney U p-value; None when either side is empty."""
+    if not a or not b:
+        return None
+    from scipy.stats import mannwhitneyu
+
+    if len(set(a) | set(b)) == 1:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+# The adaptive plan's first look, the extra look one trial pair after it, and how
+# many trials per arm each later look adds (one A B B A block). NOTE [sequential looks].
+FIRST_LOOK = 2
+LOOK_STEP = 2
+
+
+def look_points(max_trials: int) -> list[int]:
+    """Trials per arm at which the adaptive plan looks (NOTE [sequential looks]):
+    2, 3, then every block (4, 6, ...) up to the cap, and the cap."""
+    if max_trials <= FIRST_LOOK:
+        return [max_trials]
+    later = range(FIRST_LOOK + LOOK_STEP, max_trials, LOOK_STEP)
+    return sorted({FIRST_LOOK, FIRST_LOOK + 1, *later, max_trials})
+
+
+SPENDING_POWER = 2
+
+
+def spent_confidences(points: Sequence[int]) -> list[float]:
+    """Each look's interval level for looks at `points` trials per arm, the last
+    being the cap: α·t² spent (NOTE [sequential looks])."""
+    spent = [ALPHA * (k / points[-1]) ** SPENDING_POWER for k in points]
+    return [1 - (b - a) for a, b in zip([0.0, *spent], spent, strict=False)]
+
+
+def look_confidences(max_trials: int) -> list[float]:
+    """Each look's interval level (NOTE [sequential looks])."""
+    return spent_confidences(look_points(max_trials))
+
+
+def look_confidence(max_trials: int, per_arm: int) -> float:
+    """The level of the last look taken with `per_arm` trials per arm (the first
+    look's, the strictest, before it)."""
+    taken = [i for i, k in enumerate(look_points(max_trials)) if k <= per_arm]
+    return look_confidences(max_trials)[taken[-1] if taken else 0]

@@ -1,0 +1,115 @@
+"""The growth findings (leaked handles, memory that grows every epoch), worded and
+weighed once for `compare`'s checks and `watch` alike (NOTE [growth to tell])."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL
+from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.model.results import Finding
+from loaderprof.model.units import fmt_bytes
+
+# Shown in a title: a longer series keeps its first and last readings.
+SHOWN_READINGS = 6
+
+
+def _series(values: Sequence[float], fmt: Callable[[float], str]) -> str:
+    shown = [fmt(v) for v in values]
+    if len(shown) > SHOWN_READINGS:
+        shown = [*shown[:3], "…", *shown[-2:]]
+    return " → ".join(shown)
+
+
+def _who(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _trend(
+    trends: Mapping[str, str], epochs: int
+) -> tuple[Literal["warning", "info"], str, dict[str, Any]]:
+    """Severity, the clause that says what the epochs seen tell, and its evidence: a
+    warning only for growth still rising over enough epochs to tell."""
+    grows = "grows" in trends.values()
+    said = (
+        f"still rising after {epochs} epochs"
+        if grows
+        else f"too few epochs to tell whether it levels off ({GROWTH_EPOCHS_TO_TELL} would tell)"
+    )
+    evidence = {
+        "epochs_seen": epochs,
+        "epochs_to_tell": GROWTH_EPOCHS_TO_TELL,
+        "trend": "grows" if grows else "too-few",
+    }
+    return ("warning" if grows else "info"), said, evidence
+
+
+def leaked_handles(
+    key: str,
+    grown: Mapping[str, tuple[Sequence[int], str]],
+    evidence: Mapping[str, Any],
+    arm: str | None = None,
+) -> Finding:
+    """Every persistent worker (by name) that holds more of `key` after every epoch:
+    its series and trend (`growth_trend`)."""
+    label = HANDLE_LABELS[key]
+    names = list(grown)
+    epochs = max(len(s) for s, _ in grown.values())
+    severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
+    readings = "; ".join(f"{n}: {_series(s, str)}" for n, (s, _) in grown.items())
+    return Finding(
+        id=f"leaked-{key}",
+        severity=severity,
+        title=f"{_who(names)} hold{'s' if len(names) == 1 else ''} more {label} after "
+        f"every epoch ({readings}): {said}",
+        evidence={
+            **evidence,
+            f"{key}_by_epoch": list(next(iter(grown.values()))[0]),
+            f"{key}_by_epoch_by_worker": {n: list(s) for n, (s, _) in grown.items()},
+            "workers_affected": len(names),
+            **trend,
+        },
+        fix=f"close what each epoch opens ({label}): use a context manager or open once per "
+        "worker and reuse it; a persistent worker never gets a fresh start"
+        if severity == "warning"
+        else f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL}) to tell a leak from {label} "
+        "held once per shard or chunk, which stop growing once every one is open",
+        arm=arm,
+    )
+
+
+def memory_growth(
+    grown: Mapping[str, tuple[Sequence[float], str]],
+    evidence: Mapping[str, Any],
+    arm: str | None = None,
+) -> Finding:
+    """Every persistent worker or pool (by name) whose memory between epochs grows
+    after every epoch, with new memory (RSS) behind it (`new_memory`)."""
+    names = list(grown)
+    epochs = max(len(s) for s, _ in grown.values())
+    severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
+    per_epoch = {n: (s[-1] - s[0]) / (len(s) - 1) for n, (s, _) in grown.items()}
+    most = max(per_epoch, key=lambda n: per_epoch[n])
+    readings = "; ".join(f"{n}: {_series(s, fmt_bytes)}" for n, (s, _) in grown.items())
+    return Finding(
+        id="memory-grows-every-epoch",
+        severity=severity,
+        title=f"{_who(names)} hold{'s' if len(names) == 1 else ''} up to "
+        f"{fmt_bytes(per_epoch[most])} more private memory after every epoch "
+        f"({readings}): {said}",
+        evidence={
+            **evidence,
+            "growth_bytes_per_epoch": int(per_epoch[most]),
+            "uss_by_epoch_by_worker": {n: [int(v) for v in s] for n, (s, _) in grown.items()},
+            "workers_affected": len(names),
+            **trend,
+        },
+        fix="find what each worker keeps from one epoch to the next (a cache without a "
+        "bound, objects appended per item): with persistent_workers it lives, and grows, "
+        "for the whole training"
+        if severity == "warning"
+        else f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL}) to tell growth that "
+        "continues from memory that settles (a cache that fills once, the allocator)",
+        arm=arm,
+    )

@@ -1,0 +1,157 @@
+"""Trials in order, each through a `TrialRunner`; shared by compare and sweep.
+
+compare runs two arms A B B A A B ... (the first arm from a seeded coin), so slow
+drift on a noisy machine (thermal, other tenants) falls evenly on both; sweep
+runs rounds over its points in a seeded shuffled order. Either way the trials
+go through `run_trials`, which keeps every trial already measured whatever
+happens to a later one. The runner is a parameter: the real one starts a
+process per trial, a fake one (tests) assembles synthetic events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loaderprof.analysis.stats import look_points
+from loaderprof.config.run import RunConfig
+from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialPlan, TrialRunner
+from loaderprof.model.results import TrialResult
+
+ARM_PERSISTENT = TrialPlan("persistent", True, 0)
+ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
+
+
+def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialPlan]:
+    """Warm-up pairs first, then the `memory` memory pairs (NOTE [timing and memory
+    trials]), then the timing pairs, alternating AB / BA throughout."""
+    first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
+    if random.Random(seed).random() < 0.5:
+        first, second = second, first
+    plans: list[TrialPlan] = []
+    timing = "timing" if memory else "both"
+    for is_warmup, count, role in (
+        (True, warmup, "both"),
+        (False, memory, "memory"),
+        (False, trials, timing),
+    ):
+        for i in range(count):
+            pair = (first, second) if (len(plans) // 2) % 2 == 0 else (second, first)
+            plans.extend(TrialPlan(p.arm, p.persistent, i, is_warmup, role) for p in pair)
+    return plans
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """One trial to run: its config, its plan, and the group it stops with."""
+
+    cfg: RunConfig
+    plan: TrialPlan
+    # When a trial of a group fails, the group's later trials are skipped.
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class ScheduleOutcome:
+    trials: tuple[TrialResult, ...]
+    # Set when an interrupt stopped the run.
+    interrupted: BaseException | None
+
+
+ProgressCallback = Callable[[TrialPlan, Mapping[str, Any] | None], None]
+# Given the measured trials so far, whether the run may stop now.
+StopRule = Callable[[Sequence[TrialResult]], bool]
+
+
+@contextlib.contextmanager
+def _closing(runner: TemplateRunner | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def run_trials(
+    scheduled: Iterable[Scheduled],
+    *,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
+    sync: Callable[[], None] | None = None,
+    stop: StopRule | None = None,
+) -> ScheduleOutcome:
+    """Run the trials in order. With `sync` (a barrier across torchrun ranks) every
+    planned trial starts together on all ranks; a rank whose trial failed stops
+    measuring but keeps taking part in the barriers, so no other rank hangs.
+    `stop` is asked after every trial whether the rest may be left out."""
+    default = TemplateRunner() if runner is None else None
+    run: TrialRunner = runner or default  # type: ignore[assignment]
+    results: list[TrialResult] = []
+    failed: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp, _closing(default):
+        for item in scheduled:
+            if sync is not None:
+                sync()
+            if item.group in failed:
+                continue
+            if on_progress:
+                on_progress(item.plan, None)
+
+            def forward(ev: Mapping[str, Any], plan: TrialPlan = item.plan) -> None:
+                if on_progress:
+                    on_progress(plan, ev)
+
+            try:
+                result = run(item.cfg, item.plan, Path(tmp), on_event=forward)
+            except TrialInterrupted as exc:
+                results.append(exc.partial)
+                return ScheduleOutcome(tuple(results), exc.__cause__)
+            results.append(result)
+            if not result.complete:
+                failed.add(item.group)
+            elif stop is not None and stop(results):
+                break
+    return ScheduleOutcome(tuple(results), None)
+
+
+def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:
+    """The adaptive plan's stop rule: at each look (NOTE [sequential looks]), once both
+    arms have the same number of measured trials, stop if `settled` says so."""
+    looks = set(look_points(cfg.max_trials))
+
+    def stop(results: Sequence[TrialResult]) -> bool:
+        measured = [t for t in results if not t.warmup and t.role != "memory"]
+        k = sum(t.arm == ARM_PERSISTENT.arm for t in measured)
+        if k not in looks or 2 * k != len(measured) or k == cfg.max_trials:
+            return False
+        return settled([t for t in results if not t.warmup])
+
+    return stop
+
+
+def run_schedule(
+    cfg: RunConfig,
+    *,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
+    sync: Callable[[], None] | None = None,
+    settled: StopRule | None = None,
+) -> ScheduleOutcome:
+    """compare's plan: both arms, trials interleaved; the first failure ends it. An
+    adaptive plan (not under torchrun, whose ranks run one plan together) runs up to
+    --max-trials and stops at the first look where `settled` holds."""
+    adaptive = cfg.adaptive and sync is None and settled is not None
+    total = cfg.max_trials if adaptive else cfg.fixed_trials
+    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
+    return run_trials(
+        (Scheduled(cfg, plan) for plan in plans),
+        runner=runner,
+        on_progress=on_progress,
+        sync=sync,
+        stop=looks_stop(cfg, settled) if adaptive and settled is not None else None,
+    )

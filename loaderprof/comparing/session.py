@@ -1,0 +1,315 @@
+"""One `compare` run: schedule the trials, then analyse them into a Report."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from loaderprof.analysis.stats import CONFIDENCE, look_confidence, look_points
+from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
+from loaderprof.config.run import RunConfig
+from loaderprof.measure.runner import TrialRunner
+from loaderprof.model.environment import environment
+from loaderprof.model.results import (
+    ARMS,
+    SCHEMA_VERSION,
+    ArmResult,
+    Comparison,
+    PlanInfo,
+    Projection,
+    Report,
+    TrialError,
+    TrialResult,
+    Verdict,
+)
+from loaderprof.version import __version__
+
+
+def build_report(
+    cfg: RunConfig,
+    trials: Sequence[TrialResult],
+    *,
+    imported: Mapping[str, Any] | None,
+    train_epochs: int | None = None,
+    extra_errors: Sequence[TrialError] = (),
+    interrupted: bool = False,
+    wall_s: float = 0.0,
+    created: str | None = None,
+    dataset: Mapping[str, Any] | None = None,
+) -> Report:
+    from loaderprof.analysis import comparison as analysis
+
+    arms = _arms(trials)
+    p, n = arms["persistent"], arms["non_persistent"]
+    errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
+    complete = not errors and not interrupted and _ran_as_planned(cfg, arms)
+    comparison = verdict = projection = None
+    warnings: list[str] = []
+    # Last: the one-screen output shows only the first few (NOTE [one screen]).
+    noise: list[str] = []
+    for t in trials:
+        warnings.extend(w for w in t.warnings if w not in warnings)
+    if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
+        comparison, verdict, projection = _weigh_arms(cfg, p, n, train_epochs)
+        if projection is not None and projection.unavailable:
+            warnings.append(projection.unavailable)
+        if projection is not None:
+            warnings.extend(_short_epoch_warnings(cfg))
+        for name, arm in arms.items():
+            noise.extend(analysis.noise_warnings(name, arm.summary))
+        if p.summary.workers_reused is False or p.summary.workers_reused is None:
+            warnings.append("persistent arm did not keep the same worker PIDs across epochs")
+        if n.summary.workers_reused is not False:
+            warnings.append("non-persistent arm did not start fresh workers every epoch")
+    env = environment(imported)
+    load = env.get("load_average")
+    if load and env.get("cpu_count") and load[0] >= env["cpu_count"]:
+        warnings.append(
+            f"the machine was busy (load average {load[0]:.1f} on {env['cpu_count']} cores): "
+            "timings may be noisy"
+        )
+    extras = {}
+    if dataset:
+        extras = {
+            "dataset_kind": dataset.get("kind"),
+            "dataset_length": dataset.get("length"),
+            "dataset_type": dataset.get("type"),
+            "dataset_shards": dataset.get("shards"),
+            "dataset_shards_attribute": dataset.get("shards_attribute"),
+        }
+    report = Report(
+        schema_version=SCHEMA_VERSION,
+        tool={"name": "loaderprof", "version": __version__},
+        environment=env,
+        config=cfg.to_dict(),
+        arms=arms,
+        comparison=comparison,
+        verdict=verdict,
+        complete=complete,
+        warnings=(*warnings, *noise),
+        errors=errors,
+        created=created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        wall_s=wall_s,
+        extras=extras,
+    )
+    from loaderprof.checks.registry import find, findings_checked
+    from loaderprof.checks.state import weigh
+
+    findings = find(report)
+    return dataclasses.replace(
+        report,
+        # After every figure and finding: they see all that was measured.
+        arms=arms if cfg.full_detail else _bounded(arms),
+        findings=findings,
+        verdict=weigh(report.verdict, findings),
+        projection=projection,
+        findings_checked=findings_checked(report),
+        plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), verdict),
+    )
+
+
+def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:
+    """Every trial complete, and as many timing trials per arm as the plan may end with."""
+    counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
+    planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
+    return (
+        len(counts) == 1
+        and counts <= planned
+        and all(t.complete for a in arms.values() for t in a.trials)
+    )
+
+
+def _bounded(arms: Mapping[str, ArmResult]) -> dict[str, ArmResult]:
+    """The arms with each trial's detail bounded for the JSON (see detail.py)."""
+    from loaderprof.model.detail import bounded
+
+    return {
+        name: dataclasses.replace(
+            arm,
+            trials=tuple(bounded(t) for t in arm.trials),
+            warmup_trials=tuple(bounded(t) for t in arm.warmup_trials),
+        )
+        for name, arm in arms.items()
+    }
+
+
+def _adaptive(cfg: RunConfig) -> bool:
+    """--trials auto, except under torchrun, where all ranks run one fixed plan."""
+    return cfg.adaptive and cfg.world_size == 1
+
+
+def _confidence(cfg: RunConfig, per_arm: int) -> float:
+    """NOTE [sequential looks]: the level of the look an adaptive plan took last."""
+    if not _adaptive(cfg):
+        return CONFIDENCE
+    return look_confidence(cfg.max_trials, per_arm)
+
+
+def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
+    from loaderprof.analysis import comparison as analysis
+
+    arms: dict[str, ArmResult] = {}
+    for name in ARMS:
+        arm_trials = tuple(t for t in trials if t.arm == name and not t.warmup)
+        arms[name] = ArmResult(
+            name=name,
+            persistent=name == "persistent",
+            trials=arm_trials,
+            summary=analysis.summarize_arm(arm_trials),
+            warmup_trials=tuple(t for t in trials if t.arm == name and t.warmup),
+        )
+    return arms
+
+
+def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInfo:
+    settled = verdict is not None and verdict.decided
+    if not _adaptive(cfg):
+        why = "torchrun: every rank runs one fixed plan" if cfg.adaptive else "--trials"
+        return PlanInfo(
+            "fixed",
+            per_arm,
+            cfg.fixed_trials,
+            1,
+            1,
+            _confidence(cfg, per_arm),
+            settled,
+            f"fixed plan ({why}): {cfg.fixed_trials} trials per arm",
+        )
+    looks = look_points(cfg.max_trials)
+    taken = sum(1 for k in looks if k <= per_arm)
+    if settled and per_arm < cfg.max_trials:
+        stopped = f"settled after {per_arm} trials per arm (look {taken} of {len(looks)})"
+    elif settled:
+        stopped = f"settled at the cap, --max-trials {cfg.max_trials}"
+    elif per_arm >= cfg.max_trials:
+        stopped = f"not settled at the cap, --max-trials {cfg.max_trials}"
+    else:
+        stopped = f"stopped after {per_arm} trials per arm, before the plan could settle"
+    return PlanInfo(
+        "adaptive",
+        per_arm,
+        cfg.max_trials,
+        len(looks),
+        taken,
+        _confidence(cfg, per_arm),
+        settled,
+        stopped,
+    )
+
+
+def settled_rule(cfg: RunConfig, train_epochs: int | None = None) -> StopRule:
+    """Whether the measured trials already give a settled verdict (the adaptive stop rule)."""
+
+    def settled(trials: Sequence[TrialResult]) -> bool:
+        arms = _arms(trials)
+        p, n = arms["persistent"], arms["non_persistent"]
+        if not (p.summary.steady_epoch_s and n.summary.steady_epoch_s):
+            return False
+        return _weigh_arms(cfg, p, n, train_epochs)[1].decided
+
+    return settled
+
+
+def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
+    """NOTE [short epochs]: an epoch's first batches come from the prefetch queue,
+    faster than the steady rate, so a cut that holds only those projects too short."""
+    queued = cfg.loader.num_workers * (cfg.loader.prefetch_factor or 2)
+    if cfg.max_batches is not None and cfg.max_batches < 4 * queued:
+        return [
+            f"--max-batches {cfg.max_batches}: the first {queued} batches of an epoch are "
+            "prefetched, so the per-batch time is faster than the steady rate and full "
+            f"epochs project short; use --max-batches {4 * queued} or more"
+        ]
+    return []
+
+
+def _weigh_arms(
+    cfg: RunConfig, p: ArmResult, n: ArmResult, train_epochs: int | None
+) -> tuple[Comparison, Verdict, Projection | None]:
+    """The comparison and the verdict; with --max-batches on epochs projected to full
+    length (NOTE [short epochs]), so --min-gain applies to the epochs training runs."""
+    from loaderprof.analysis import comparison as analysis
+    from loaderprof.analysis import projection
+
+    p_trials, n_trials = list(p.trials), list(n.trials)
+    p_sum, n_sum = p.summary, n.summary
+    info = None
+    if cfg.max_batches is not None:
+        full = projection.full_batches(
+            p_trials + n_trials, cfg.epoch_samples, cfg.loader.batch_size
+        )
+        unavailable = None
+        if full is None:
+            unavailable = (
+                f"epochs were cut to {cfg.max_batches} batches but the loader has no len(): "
+                "the verdict speaks of the cut epochs; pass --epoch-samples to project"
+            )
+        else:
+            p_trials = projection.project_trials(p_trials, full, cfg.max_batches)
+            n_trials = projection.project_trials(n_trials, full, cfg.max_batches)
+            p_sum, n_sum = analysis.summarize_arm(p_trials), analysis.summarize_arm(n_trials)
+        info = projection.describe(
+            cfg.max_batches,
+            full,
+            {"persistent": p.trials, "non_persistent": n.trials},
+            {"persistent": p_trials, "non_persistent": n_trials},
+            unavailable,
+        )
+    comparison = analysis.compare(
+        p_trials,
+        n_trials,
+        p_sum,
+        n_sum,
+        seed=cfg.seed,
+        train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
+        memory_budget_bytes=cfg.memory_budget_bytes,
+        confidence=_confidence(cfg, sum(t.role != "memory" for t in p.trials)),
+    )
+    cap = cfg.max_trials if _adaptive(cfg) else None
+    return (
+        comparison,
+        analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain, max_trials=cap, np_sum=n_sum),
+        info,
+    )
+
+
+def run_compare(
+    cfg: RunConfig,
+    *,
+    runner: TrialRunner | None = None,
+    on_progress: ProgressCallback | None = None,
+    train_epochs: int | None = None,
+    sync: Callable[[], None] | None = None,
+) -> Report:
+    """Run both arms and return the Report; partial when a trial failed or was stopped."""
+    imported: dict[str, Any] = {}
+    dataset: dict[str, Any] = {}
+
+    def capture(plan: Any, ev: Mapping[str, Any] | None) -> None:
+        if ev is not None and ev.get("ev") == "imported" and not imported:
+            imported.update(ev)
+        if ev is not None and ev.get("ev") == "dataset_built" and not dataset:
+            dataset.update(ev)
+        if on_progress:
+            on_progress(plan, ev)
+
+    start = time.monotonic()
+    outcome = run_schedule(
+        cfg,
+        runner=runner,
+        on_progress=capture,
+        sync=sync,
+        settled=settled_rule(cfg, train_epochs),
+    )
+    return build_report(
+        cfg,
+        outcome.trials,
+        imported=imported,
+        train_epochs=train_epochs,
+        interrupted=outcome.interrupted is not None,
+        wall_s=time.monotonic() - start,
+        dataset=dataset,
+    )

@@ -1,0 +1,1 @@
+"""What a run is asked to do: the options model, RunConfig, `module:attr` references."""

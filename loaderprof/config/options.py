@@ -1,0 +1,444 @@
+"""One definition of every option: its name, type, flags, help and help panel.
+
+The option objects below are the single source: the CLI builds its Typer
+parameters from their fields (`commands/params.py`), the Python API accepts the
+same names as keywords, and both hand the filled, frozen objects to
+`session.prepare`, which merges them with the config file into a `RunConfig`.
+Nothing here imports typer, torch or pandas.
+
+A value of None means "not given": the config file's value, then the default
+that `RunConfig` documents, applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loaderprof.errors import UsageError
+
+LOADER = "Loader"
+MEASUREMENT = "Measurement"
+STATISTICS = "Statistics"
+GATES = "CI gates"
+OUTPUTS = "Outputs"
+
+
+def opt(
+    *flags: str,
+    help: str,
+    panel: str,
+    default: Any = None,
+    cli_type: Any = None,
+    hidden: bool = False,
+) -> Any:
+    """A field with what the CLI needs to show it.
+
+    cli_type: the type Typer parses when the API accepts more (batch size: 'none').
+    """
+    meta = {
+        "flags": flags,
+        "help": help,
+        "panel": panel,
+        "cli_type": cli_type,
+        "hidden": hidden,
+    }
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the DataLoader is built and how the trials are run and measured."""
+
+    args: tuple[str, ...] | Mapping[str, Any] | None = opt(
+        "--arg",
+        "-a",
+        help="Dataset keyword argument key=value (a Python literal, else a string); repeatable.",
+        panel=LOADER,
+        cli_type=list[str] | None,
+    )
+    config: Path | None = opt(
+        "--config",
+        "-c",
+        help="TOML config file (or pyproject.toml with \\[tool.loaderprof]); flags override it.",
+        panel=LOADER,
+    )
+    epochs: int | None = opt("--epochs", help="Epochs per trial (default: 5).", panel=LOADER)
+    num_workers: int | None = opt(
+        "--num-workers", "-w", help="DataLoader workers (default: 2).", panel=LOADER
+    )
+    batch_size: int | str | None = opt(
+        "--batch-size",
+        "-b",
+        help="Batch size, or 'none' to turn automatic batching off (default: 32).",
+        panel=LOADER,
+        cli_type=str | None,
+    )
+    prefetch_factor: int | None = opt(
+        "--prefetch-factor",
+        help="Batches prefetched per worker (default: torch's, 2).",
+        panel=LOADER,
+    )
+    pin_memory: bool | None = opt(
+        "--pin-memory/--no-pin-memory",
+        help="Pin batches (falls back with a warning without an accelerator).",
+        panel=LOADER,
+    )
+    mp_context: str | None = opt(
+        "--mp-context",
+        help="Worker start method: fork, spawn or forkserver (default: the platform's).",
+        panel=LOADER,
+    )
+    shuffle: bool | None = opt(
+        "--shuffle/--no-shuffle",
+        help="Shuffle a map-style dataset (default: off).",
+        panel=LOADER,
+    )
+    drop_last: bool | None = opt(
+        "--drop-last/--no-drop-last",
+        help="Drop the last incomplete batch (default: off).",
+        panel=LOADER,
+    )
+    in_order: bool | None = opt(
+        "--in-order/--no-in-order",
+        help="Deliver batches in sampler order (torch ≥ 2.6; default: torch's, in order). "
+        "--no-in-order lets other workers' batches overtake a slow worker's.",
+        panel=LOADER,
+    )
+    timeout: float | None = opt(
+        "--timeout", help="DataLoader timeout in seconds (default: 0).", panel=LOADER
+    )
+    collate_fn: str | None = opt(
+        "--collate-fn", help="Your collate function as module:attr.", panel=LOADER
+    )
+    worker_init_fn: str | None = opt(
+        "--worker-init-fn", help="Your worker_init_fn as module:attr.", panel=LOADER
+    )
+    loader_class: str | None = opt(
+        "--loader",
+        help="Your DataLoader class as module:attr (a subclass, torchdata's "
+        "StatefulDataLoader), built with the same keyword arguments (default: torch's).",
+        panel=LOADER,
+    )
+    loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
+        "--loader-arg",
+        help="Keyword argument for the --loader class key=value (a Python literal, else a "
+        "string); repeatable.",
+        panel=LOADER,
+        cli_type=list[str] | None,
+    )
+    val: str | None = opt(
+        "--val",
+        help="A validation Dataset as module:attr: each epoch is a train pass then a "
+        "validation pass on a second loader, persistent in the persistent arm too.",
+        panel=LOADER,
+    )
+    val_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
+        "--val-arg",
+        help="Validation Dataset keyword argument key=value; repeatable.",
+        panel=LOADER,
+        cli_type=list[str] | None,
+    )
+    val_batch_size: int | None = opt(
+        "--val-batch-size",
+        help="Validation batch size (default: the train loader's).",
+        panel=LOADER,
+    )
+    val_num_workers: int | None = opt(
+        "--val-num-workers",
+        help="Validation loader workers (default: the train loader's).",
+        panel=LOADER,
+    )
+    step_ms: float | None = opt(
+        "--step-ms",
+        help="Simulated training step per batch in the main process, ms (default: 0).",
+        panel=LOADER,
+    )
+    set_epoch: bool | None = opt(
+        "--set-epoch/--no-set-epoch",
+        help="Call set_epoch(epoch) (from 0) on the sampler and the Dataset before each epoch "
+        "where they define it, as training loops do (default: on).",
+        panel=LOADER,
+    )
+    epoch_hook: str | None = opt(
+        "--epoch-hook",
+        help="Your per-epoch change as module:FN, called FN(loader, epoch) in the main process "
+        "before each epoch (switching an augmentation, a curriculum step).",
+        panel=LOADER,
+    )
+    sample_interval: float | None = opt(
+        "--sample-interval",
+        help="Memory sampling interval in ms; 0 turns sampling off (default: 50).",
+        panel=MEASUREMENT,
+    )
+    uss_interval: float | None = opt(
+        "--uss-interval",
+        help="Most time between USS/PSS samples while an epoch is timed, ms (reading them "
+        "walks page tables and slows the loader; they are also read whenever RSS rises, "
+        "and on every sample between epochs) (default: 500).",
+        panel=MEASUREMENT,
+    )
+    idle_ms: float | None = opt(
+        "--idle-ms",
+        help="Pause after each epoch (not timed) in which idle worker memory is "
+        "sampled, in memory trials and single-trial plans; timing trials take none "
+        "(default: 2 sampling intervals; a pause lasts until every process in it was read).",
+        panel=MEASUREMENT,
+    )
+    trials: int | str | None = opt(
+        "--trials",
+        help="Trials per arm, interleaved A B B A: 'auto' (the default) looks at 2 and 3 "
+        "trials per arm, then after every A B B A block, and stops once the verdict is "
+        "settled or --max-trials is reached; N fixes the plan.",
+        panel=MEASUREMENT,
+        cli_type=str,
+    )
+    max_trials: int | None = opt(
+        "--max-trials",
+        help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
+        panel=MEASUREMENT,
+    )
+    memory_trials: int | None = opt(
+        "--memory-trials",
+        help="Memory trials per arm (sampled deeply, not timed), run before the timing "
+        "trials: two or more give the memory figures an interval (default: 2).",
+        panel=MEASUREMENT,
+    )
+    warmup_trials: int | None = opt(
+        "--warmup-trials",
+        help="Trials per arm run first and left out of the statistics (default: 0).",
+        panel=MEASUREMENT,
+    )
+    seed: int | None = opt(
+        "--seed", help="Seed for order, shuffling, bootstrap (default: 0).", panel=MEASUREMENT
+    )
+    trial_timeout: float | None = opt(
+        "--trial-timeout",
+        help="Seconds before a trial is killed (default: 900).",
+        panel=MEASUREMENT,
+    )
+    digests: bool | None = opt(
+        "--digests/--no-digests",
+        help="Digest every sample's content (finds duplicates and RNG carried in "
+        "workers; costs epoch time). `loaderprof check` turns it on.",
+        panel=MEASUREMENT,
+    )
+    max_batches: int | None = opt(
+        "--max-batches",
+        help="Cut every epoch to N batches and project to full epochs from the measured "
+        "per-batch time (persistence changes an epoch's start, not its length); the "
+        "verdict and --min-gain apply to the full epoch.",
+        panel=MEASUREMENT,
+    )
+    epoch_samples: int | None = opt(
+        "--epoch-samples",
+        help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
+        panel=MEASUREMENT,
+    )
+    fresh_interpreter: bool | None = opt(
+        "--fresh-interpreter/--template",
+        help="Start every trial as a fresh interpreter instead of forking it from a warm "
+        "template that has imported torch once (slower: each trial imports torch again).",
+        panel=MEASUREMENT,
+    )
+    full_detail: bool | None = opt(
+        "--full-detail/--bounded-detail",
+        help="Keep every batch span and memory sample in the JSON; by default a long "
+        "trial's are downsampled past 20,000 spans and 5,000 samples per process, "
+        "peaks kept (every figure is computed from everything).",
+        panel=OUTPUTS,
+    )
+    state_checks: bool | None = opt(
+        "--state-checks/--no-state-checks",
+        help="Fingerprint the Dataset's attributes each epoch in the main process and in "
+        "every worker (stale worker state, repeated randomness) (default: on).",
+        panel=MEASUREMENT,
+    )
+    train_epochs: int | None = opt(
+        "--train-epochs",
+        help="Epochs of your real training, for the total saving (default: --epochs).",
+        panel=STATISTICS,
+    )
+    min_gain: float | None = opt(
+        "--min-gain",
+        help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05).",
+        panel=STATISTICS,
+    )
+    memory_budget: str | int | None = opt(
+        "--memory-budget",
+        help="Peak PSS of the whole run allowed with persistence, e.g. 8GiB.",
+        panel=STATISTICS,
+        cli_type=str | None,
+    )
+
+    def flags(self) -> dict[str, Any]:
+        """The values given, under their RunConfig / config-file names (see `build_config`)."""
+        from loaderprof.config.refs import parse_args
+        from loaderprof.config.run import FLAG_KEYS
+
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("args", "loader_args", "val_args", "config"):
+                continue
+            out[FLAG_KEYS.get(f.name, f.name)] = getattr(self, f.name)
+        for table, flag in (
+            ("args", "--arg"),
+            ("loader_args", "--loader-arg"),
+            ("val_args", "--val-arg"),
+        ):
+            value = getattr(self, table)
+            out[table] = (
+                dict(value) if isinstance(value, Mapping) else parse_args(list(value or ()), flag)
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """CI gates: what fails the run, and the baseline relative gates compare against."""
+
+    fail_on: tuple[str, ...] | None = opt(
+        "--fail-on",
+        help="Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
+        "peak_worker_uss:<=1.5GiB, first_batch_s:+10% (against --baseline), "
+        "finding:ID.",
+        panel=GATES,
+        cli_type=list[str] | None,
+    )
+    gates: Path | None = opt(
+        "--gates",
+        help="TOML file with a \\[gates] (or \\[tool.loaderprof.gates]) table.",
+        panel=GATES,
+    )
+    strict: bool = opt("--strict", help="Inconclusive gates fail too.", panel=GATES, default=False)
+    baseline: Path | None = opt(
+        "--baseline", help="A saved report to compare against.", panel=GATES
+    )
+    save_baseline: Path | None = opt(
+        "--save-baseline", help="Save the full report here as a future baseline.", panel=GATES
+    )
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where the report goes besides the terminal; every path is checked before any trial."""
+
+    json: str | None = opt(
+        "--json", help="Write the JSON report here ('-' for stdout).", panel=OUTPUTS
+    )
+    csv: Path | None = opt(
+        "--csv", help="Write one tidy row per trial × epoch here.", panel=OUTPUTS
+    )
+    markdown: Path | None = opt(
+        "--markdown", help="Write tables, verdict and gates as Markdown.", panel=OUTPUTS
+    )
+    junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
+    html: Path | None = opt(
+        "--html",
+        help="Write one self-contained HTML page (summary, verdict, findings, figure, "
+        "per-epoch detail) for a CI artifact.",
+        panel=OUTPUTS,
+    )
+    plot: Path | None = opt(
+        "--plot", help="Draw memory and worker lifelines (PNG or SVG, by suffix).", panel=OUTPUTS
+    )
+    trace: Path | None = opt(
+        "--trace", help="Write a Chrome trace (open in ui.perfetto.dev).", panel=OUTPUTS
+    )
+
+
+@dataclass(frozen=True)
+class UiOptions:
+    """How the terminal output looks."""
+
+    verbose: bool = opt(
+        "--verbose",
+        "-v",
+        help="Show everything, not one screen: n and RSS, every epoch and worker, evidence.",
+        panel=OUTPUTS,
+        default=False,
+    )
+    quiet: bool = opt("--quiet", "-q", help="No progress bar.", panel=OUTPUTS, default=False)
+    debug: bool = opt("--debug", help="Show tracebacks on errors.", panel=OUTPUTS, default=False)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """The grid of a sweep: comma lists, one value each for the other run options."""
+
+    num_workers: str | list[int] | None = opt(
+        "--num-workers",
+        "-w",
+        help="e.g. 0,2,4,8 (default: 0,2).",
+        panel=LOADER,
+        cli_type=str | None,
+    )
+    prefetch_factor: str | list[int | None] | None = opt(
+        "--prefetch-factor",
+        help="e.g. 2,4 (default: torch's).",
+        panel=LOADER,
+        cli_type=str | None,
+    )
+    mp_context: str | list[str | None] | None = opt(
+        "--mp-context",
+        help="e.g. fork,spawn (default: the platform's).",
+        panel=LOADER,
+        cli_type=str | None,
+    )
+    persistent: str | list[bool] | None = opt(
+        "--persistent",
+        help="on, off or on,off (default: on,off).",
+        panel=LOADER,
+        cli_type=str | None,
+    )
+
+
+OptionGroup = type[RunOptions] | type[GateOptions] | type[OutputOptions] | type[UiOptions]
+
+
+def names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def cli_type(cls: type, name: str) -> Any:
+    """The type the CLI parses for a field (its own, or its `cli_type`)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return f.metadata["cli_type"] or _hints(cls)[name]
+
+
+def fill(cls: type[Any], values: Mapping[str, Any], *, what: str = "option") -> Any:
+    """`cls(**values)` for the keys it has; an unknown key is a usage error with a hint."""
+    # RunConfig's own names (sample_interval_ms) are accepted too, as in the config file.
+    # (Imported here: the CLI's --help builds its options without loading config.)
+    from loaderprof.config.run import FLAG_KEYS
+
+    aliases = {key: name for name, key in FLAG_KEYS.items()}
+    values = {aliases.get(k, k): v for k, v in values.items()}
+    known = names(cls)
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown {what} {key!r}{hint}")
+    return cls(**{k: _tuple(v) for k, v in values.items()})
+
+
+def _tuple(value: Any) -> Any:
+    # Typer hands repeatable options over as lists; the option objects are frozen.
+    return tuple(value) if isinstance(value, list) else value
+
+
+def split(values: Mapping[str, Any], *groups: type[Any]) -> list[Any]:
+    """One filled option object per group from a flat mapping of keyword values."""
+    return [fill(g, {k: v for k, v in values.items() if k in names(g)}) for g in groups]

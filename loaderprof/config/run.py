@@ -1,0 +1,544 @@
+"""Run configuration: defaults < TOML config file < command-line flags.
+
+`RunConfig` is frozen and validated once, here; everything downstream may
+trust it.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from loaderprof.config.refs import ObjectRef
+from loaderprof.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+MP_CONTEXTS = ("fork", "spawn", "forkserver")
+AUTO = "auto"
+# Trials per arm of a plan that cannot adapt (a sweep, a torchrun job) under "auto".
+FIXED_TRIALS = 3
+# Options whose RunConfig field carries its unit: the flag's name (--sample-interval)
+# and the field's (sample_interval_ms) are both accepted in a config file and the API.
+FLAG_KEYS = {
+    "sample_interval": "sample_interval_ms",
+    "uss_interval": "uss_interval_ms",
+    "trial_timeout": "trial_timeout_s",
+}
+
+
+@dataclass(frozen=True)
+class LoaderOptions:
+    """What is passed through to `torch.utils.data.DataLoader`."""
+
+    num_workers: int = 2
+    # None disables automatic batching (the dataset yields whole batches).
+    batch_size: int | None = 32
+    prefetch_factor: int | None = None
+    pin_memory: bool = False
+    # None: the platform's default start method.
+    mp_context: str | None = None
+    shuffle: bool | None = None
+    drop_last: bool = False
+    # None: torch's default (in order); False needs torch ≥ 2.6.
+    in_order: bool | None = None
+    timeout: float = 0.0
+    collate_fn: str | None = None
+    worker_init_fn: str | None = None
+    # A DataLoader class as module:attr (a subclass, torchdata's StatefulDataLoader),
+    # built with the same keyword arguments plus `loader_args`; None: torch's own.
+    loader_class: str | None = None
+    loader_args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    dataset: str
+    dataset_args: Mapping[str, Any] = field(default_factory=dict)
+    loader: LoaderOptions = field(default_factory=LoaderOptions)
+    epochs: int = 5
+    # "auto": the adaptive plan (NOTE [sequential looks]) runs A B B A blocks, looking
+    # at 2, 3, 4, 6, ... trials per arm, until the verdict settles or `max_trials` per
+    # arm; an integer fixes the plan.
+    trials: int | str = "auto"
+    max_trials: int = 6
+    warmup_trials: int = 0
+    # NOTE [timing and memory trials]: memory trials per arm, sampled deeply and not
+    # timed. Two give each memory figure a spread of its own (NOTE [earned
+    # intervals]) and the timing figures' spread a second source (NOTE [spread of an
+    # arm]).
+    memory_trials: int = 2
+    seed: int = 0
+    # Simulated per-batch training step in the main process (sleep: the
+    # accelerator computes while the CPU is free for the workers).
+    step_ms: float = 0.0
+    sample_interval_ms: float = 50.0
+    # USS/PSS (a page-table walk) while an epoch is timed; every sample outside.
+    uss_interval_ms: float = 500.0
+    # Pause after each epoch (outside epoch timing) so the sampler sees what
+    # workers hold between epochs; None means 2 sample intervals (NOTE [sampled
+    # pauses]: a pause lasts until the sampler has read every process in it anyway).
+    idle_ms: float | None = None
+    trial_timeout_s: float = 900.0
+    # Smallest steady-epoch speed-up worth enabling persistence for.
+    min_gain: float = 0.05
+    # Epochs of the user's real training (None: `epochs`), for totals.
+    train_epochs: int | None = None
+    memory_budget_bytes: int | None = None
+    # Content digest of every sample (`loaderprof check`): finds duplicates and
+    # RNG carried in workers, at a cost in epoch time.
+    digests: bool = False
+    # NOTE [epoch protocol]: before each epoch the trial calls set_epoch(epoch)
+    # (from 0) on the sampler and the Dataset where they define it, as Lightning
+    # and the HF Trainer do, then the user's hook FN(loader, epoch).
+    set_epoch: bool = True
+    epoch_hook: str | None = None
+    # NOTE [stale worker state]: fingerprint the Dataset each epoch in the main
+    # process and the workers.
+    state_checks: bool = True
+    # NOTE [short epochs]: persistence changes an epoch's start, not its length, so
+    # epochs may be cut to this many batches and projected to full ones; an
+    # IterableDataset without len() needs the samples of a full epoch.
+    max_batches: int | None = None
+    epoch_samples: int | None = None
+    # NOTE [template]: trials are forked from a warm template process; True starts
+    # every trial as a fresh interpreter instead.
+    fresh_interpreter: bool = False
+    # Keep every batch span and memory sample in the JSON (see detail.py).
+    full_detail: bool = False
+    # Under torchrun: this rank and the world size (each rank loads its shard
+    # through a DistributedSampler). Set from the environment, not by users.
+    rank: int = 0
+    world_size: int = 1
+    # NOTE [validation pass]: a second Dataset each epoch runs through after the train
+    # pass, on its own loader (persistent in the persistent arm too); None: the
+    # train loader's batch size and workers.
+    val: str | None = None
+    val_args: Mapping[str, Any] = field(default_factory=dict)
+    val_batch_size: int | None = None
+    val_num_workers: int | None = None
+
+    @property
+    def val_loader(self) -> LoaderOptions | None:
+        """The validation loader's options: the train loader's, its own batch size and
+        workers, never shuffled or cut short of its last batch."""
+        if self.val is None:
+            return None
+        lo = self.loader
+        return replace(
+            lo,
+            batch_size=self.val_batch_size if self.val_batch_size is not None else lo.batch_size,
+            num_workers=(
+                self.val_num_workers if self.val_num_workers is not None else lo.num_workers
+            ),
+            shuffle=None,
+            drop_last=False,
+        )
+
+    @property
+    def adaptive(self) -> bool:
+        return self.trials == AUTO
+
+    @property
+    def fixed_trials(self) -> int:
+        """Trials per arm where a plan cannot adapt (sweeps, torchrun): --trials N, or 3."""
+        return self.trials if isinstance(self.trials, int) else FIXED_TRIALS
+
+    @property
+    def memory_pairs(self) -> int:
+        """NOTE [timing and memory trials]: how many memory trials (sampled deeply, not
+        timed) each arm runs beside its timing trials: `memory_trials` when sampling is
+        on and the plan has room for more than one trial per arm, else none."""
+        on = self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)
+        return self.memory_trials if on else 0
+
+    @property
+    def planned_trials(self) -> int:
+        """The most trials per arm this run may take (the progress bar's total)."""
+        return self.max_trials if self.adaptive else self.fixed_trials
+
+    @property
+    def effective_idle_ms(self) -> float:
+        if self.idle_ms is not None:
+            return self.idle_ms
+        return 2 * self.sample_interval_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["dataset_args"] = dict(self.dataset_args)
+        d["val_args"] = dict(self.val_args)
+        d["loader"]["loader_args"] = dict(self.loader.loader_args)
+        d["idle_ms"] = self.effective_idle_ms
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """The inverse of `to_dict` (as the trial child and saved reports hold it);
+        keys this version does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known and k != "loader"}
+        loader_known = {f.name for f in fields(LoaderOptions)}
+        loader = {k: v for k, v in (data.get("loader") or {}).items() if k in loader_known}
+        return cls(**values, loader=LoaderOptions(**loader))
+
+
+_LOADER_KEYS = {f.name for f in fields(LoaderOptions)}
+_RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
+# Keys a TOML file may use; `args` is the table of dataset keyword arguments,
+# `loader_args` that of the --loader class, `gates` the table of CI gates,
+# `memory_budget` a size such as "8GiB".
+CONFIG_KEYS = frozenset(
+    (_LOADER_KEYS | _RUN_KEYS | {"args", "gates", "memory_budget"}) - {"memory_budget_bytes"}
+)
+
+_INT_KEYS = {
+    "max_batches",
+    "epoch_samples",
+    "num_workers",
+    "prefetch_factor",
+    "epochs",
+    "max_trials",
+    "warmup_trials",
+    "memory_trials",
+    "seed",
+    "train_epochs",
+    "val_batch_size",
+    "val_num_workers",
+}
+_FLOAT_KEYS = {
+    "timeout",
+    "step_ms",
+    "sample_interval_ms",
+    "uss_interval_ms",
+    "idle_ms",
+    "trial_timeout_s",
+    "min_gain",
+}
+_BOOL_KEYS = {
+    "pin_memory",
+    "shuffle",
+    "drop_last",
+    "in_order",
+    "digests",
+    "set_epoch",
+    "state_checks",
+    "fresh_interpreter",
+    "full_detail",
+}
+_STR_KEYS = {
+    "dataset",
+    "mp_context",
+    "collate_fn",
+    "worker_init_fn",
+    "epoch_hook",
+    "loader_class",
+    "val",
+}
+# Tables of keyword arguments: merged key by key, the flags' over the file's.
+_TABLES = ("args", "loader_args", "val_args")
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a loaderprof TOML file, or the `[tool.loaderprof]` table of a pyproject.toml."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"config file not found: {p}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {p}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {p} is not valid TOML: {exc}") from None
+    if p.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        data = tool.get("loaderprof", {}) if isinstance(tool, dict) else {}
+        if not data:
+            raise UsageError(f"{p} has no [tool.loaderprof] table")
+    normalized: dict[str, Any] = {}
+    for key, value in data.items():
+        norm = key.replace("-", "_")
+        norm = FLAG_KEYS.get(norm, norm)
+        # `loader` is the flag's name (--loader); the RunConfig field is `loader_class`.
+        norm = "loader_class" if norm == "loader" else norm
+        if norm not in CONFIG_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(norm, sorted(CONFIG_KEYS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"unknown key {key!r} in config file {p}{hint}")
+        normalized[norm] = value
+    for table in (*_TABLES, "gates"):
+        if table in normalized and not isinstance(normalized[table], dict):
+            raise UsageError(f"'{table}' in config file {p} must be a table")
+    return normalized
+
+
+def _check_type(key: str, value: Any, source: str) -> Any:
+    def bad(kind: str) -> UsageError:
+        return UsageError(f"{key} in {source} must be {kind}, got {value!r}")
+
+    if value is None:
+        return None
+    if key in _INT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+    elif key in _FLOAT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        value = float(value)
+    elif key in _BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif key in _STR_KEYS:
+        if not isinstance(value, str):
+            raise bad("a string")
+    elif key == "trials":
+        text = str(value).strip().lower() if isinstance(value, str) else None
+        if text == AUTO:
+            return AUTO
+        if text is not None and text.lstrip("-").isdigit():
+            return int(text)
+        if isinstance(value, bool) or not isinstance(value, int):
+            if source == "the command line":
+                raise UsageError(f"--trials must be an integer or 'auto', got {value!r}")
+            raise bad("an integer or 'auto'")
+    elif key == "memory_budget":
+        from loaderprof.model.units import parse_size
+
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise bad('a size such as "8GiB"')
+        try:
+            return parse_size(str(value))
+        except ValueError as exc:
+            where = (
+                "--memory-budget" if source == "the command line" else f"memory_budget in {source}"
+            )
+            raise UsageError(f"{where}: {exc}") from None
+    elif key == "batch_size":
+        if isinstance(value, str):
+            # The command line hands over text: an integer, or 'none'.
+            text = value.strip().lower()
+            if text == "none":
+                return None
+            if text.lstrip("-").isdigit():
+                return int(text)
+            if source == "the command line":
+                raise UsageError(f"--batch-size must be an integer or 'none', got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer or 'none'")
+    return value
+
+
+def build_config(
+    flags: Mapping[str, Any],
+    file_values: Mapping[str, Any] | None = None,
+    *,
+    file_name: str = "config file",
+) -> RunConfig:
+    """Merge defaults, file values and flags (flags whose value is None were not given)."""
+    merged: dict[str, Any] = {}
+    for key, value in (file_values or {}).items():
+        if key in (*_TABLES, "gates"):
+            continue
+        merged[key] = _check_type(key, value, file_name)
+    for key, value in flags.items():
+        if key in _TABLES:
+            continue
+        if value is not None:
+            merged[key] = _check_type(key, value, "the command line")
+    if "memory_budget" in merged:
+        merged["memory_budget_bytes"] = merged.pop("memory_budget")
+    tables: dict[str, dict[str, Any]] = {}
+    for table in _TABLES:
+        tables[table] = dict((file_values or {}).get(table, {}))
+        tables[table].update(flags.get(table) or {})
+    args = tables["args"]
+    for table in ("loader_args", "val_args"):
+        if tables[table]:
+            merged[table] = tables[table]
+
+    dataset = merged.pop("dataset", None)
+    if not dataset:
+        raise UsageError(
+            "no dataset given: pass DATASET (module:attr) or set 'dataset' in --config"
+        )
+    loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
+    unknown = set(merged) - _RUN_KEYS
+    if unknown:
+        raise UsageError(f"unknown option(s): {', '.join(sorted(unknown))}")
+    cfg = RunConfig(
+        dataset=dataset, dataset_args=args, loader=LoaderOptions(**loader_kwargs), **merged
+    )
+    validate(cfg)
+    return cfg
+
+
+# What loaderprof itself passes to the loader class, and where the user sets it
+# instead: a --loader-arg may not set it.
+OWN_LOADER_KWARGS: dict[str, str] = {
+    "dataset": "the DATASET argument",
+    "batch_size": "--batch-size",
+    "num_workers": "--num-workers",
+    "collate_fn": "--collate-fn",
+    "worker_init_fn": "--worker-init-fn",
+    "pin_memory": "--pin-memory",
+    "drop_last": "--drop-last",
+    "in_order": "--in-order/--no-in-order",
+    "timeout": "--timeout",
+    "persistent_workers": "nothing: it is what the two arms compare",
+    "generator": "--seed",
+    "sampler": "--shuffle (loaderprof records the order through its own sampler)",
+    "shuffle": "--shuffle",
+    "prefetch_factor": "--prefetch-factor",
+    "multiprocessing_context": "--mp-context",
+}
+
+
+def _validate_loader_class(lo: LoaderOptions) -> None:
+    if lo.loader_class is not None:
+        ObjectRef.parse(lo.loader_class, what="--loader")
+    elif lo.loader_args:
+        raise UsageError("--loader-arg needs --loader (the class that takes it)")
+    clash = sorted(set(lo.loader_args) & set(OWN_LOADER_KWARGS))
+    if clash:
+        raise UsageError(
+            f"--loader-arg {clash[0]}: loaderprof sets it; use {OWN_LOADER_KWARGS[clash[0]]}"
+        )
+
+
+def _validate_val(cfg: RunConfig) -> None:
+    if cfg.val is None:
+        extra = [
+            flag
+            for flag, given in (
+                ("--val-arg", cfg.val_args),
+                ("--val-batch-size", cfg.val_batch_size is not None),
+                ("--val-num-workers", cfg.val_num_workers is not None),
+            )
+            if given
+        ]
+        if extra:
+            raise UsageError(f"{extra[0]} needs --val (the validation Dataset it is for)")
+        return
+    ObjectRef.parse(cfg.val, what="--val")
+    _check_json("--val-arg", cfg.val_args)
+    if cfg.max_batches is not None:
+        raise UsageError(
+            "--val with --max-batches is not supported: a cut train pass is projected to its "
+            "full length, and the validation pass inside the epoch would be projected too"
+        )
+    if cfg.val_batch_size is not None and cfg.val_batch_size < 1:
+        raise UsageError(f"--val-batch-size must be ≥ 1, got {cfg.val_batch_size}")
+    if cfg.val_num_workers is not None and cfg.val_num_workers < 1:
+        raise UsageError(
+            f"--val-num-workers must be ≥ 1, got {cfg.val_num_workers}: a validation loader "
+            "without workers has no pool for persistence to keep"
+        )
+
+
+def _check_json(flag: str, table: Mapping[str, Any]) -> None:
+    """The trial receives its config as JSON: a value JSON cannot carry (a set, bytes, a
+    complex number) is a usage error, not a traceback. (A tuple arrives as a list.)"""
+    for key, value in table.items():
+        try:
+            json.dumps(value, allow_nan=True)
+        except (TypeError, ValueError):
+            raise UsageError(
+                f"{flag} {key}={value!r}: only JSON values (numbers, strings, booleans, None, "
+                "lists, dicts with string keys) can be passed to the trial"
+            ) from None
+
+
+def validate(cfg: RunConfig) -> None:
+    ObjectRef.parse(cfg.dataset, what="dataset")
+    lo = cfg.loader
+    if lo.num_workers < 1:
+        raise UsageError(
+            f"--num-workers {lo.num_workers}: persistent_workers needs worker processes "
+            "(num_workers > 0); num_workers=0 loads in the main process and is meant for "
+            "debugging, so there is nothing to compare"
+        )
+    if lo.batch_size is not None and lo.batch_size < 1:
+        raise UsageError(f"--batch-size must be ≥ 1 (or 'none'), got {lo.batch_size}")
+    if lo.prefetch_factor is not None and lo.prefetch_factor < 1:
+        raise UsageError(f"--prefetch-factor must be ≥ 1, got {lo.prefetch_factor}")
+    if lo.mp_context is not None:
+        if lo.mp_context not in MP_CONTEXTS:
+            raise UsageError(
+                f"unknown --mp-context {lo.mp_context!r}: choose one of {', '.join(MP_CONTEXTS)}"
+            )
+        available = multiprocessing.get_all_start_methods()
+        if lo.mp_context not in available:
+            raise UsageError(
+                f"--mp-context {lo.mp_context} is not available on this platform "
+                f"(available: {', '.join(available)})"
+            )
+    if lo.timeout < 0:
+        raise UsageError(f"--timeout must be ≥ 0, got {lo.timeout}")
+    for what, ref in (("collate_fn", lo.collate_fn), ("worker_init_fn", lo.worker_init_fn)):
+        if ref is not None:
+            ObjectRef.parse(ref, what=f"--{what.replace('_', '-')}")
+    _validate_loader_class(lo)
+    _check_json("--arg", cfg.dataset_args)
+    _check_json("--loader-arg", lo.loader_args)
+    _validate_val(cfg)
+    if cfg.max_batches is not None and cfg.max_batches < 2:
+        raise UsageError(
+            f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got {cfg.max_batches}"
+        )
+    if cfg.epoch_samples is not None:
+        if cfg.max_batches is None:
+            raise UsageError(
+                "--epoch-samples sizes the full epoch that cut epochs are projected to: "
+                "it needs --max-batches"
+            )
+        if cfg.epoch_samples < 1:
+            raise UsageError(f"--epoch-samples must be ≥ 1, got {cfg.epoch_samples}")
+    if cfg.epoch_hook is not None:
+        ObjectRef.parse(cfg.epoch_hook, what="--epoch-hook")
+    if cfg.epochs < 2:
+        raise UsageError(
+            f"--epochs {cfg.epochs}: need at least 2, since epoch 1 is cold in both arms and "
+            "persistence only changes epochs 2..N"
+        )
+    if isinstance(cfg.trials, int) and cfg.trials < 1:
+        raise UsageError(f"--trials must be ≥ 1 (or 'auto'), got {cfg.trials}")
+    if cfg.max_trials < 1:
+        raise UsageError(f"--max-trials must be ≥ 1, got {cfg.max_trials}")
+    if cfg.memory_trials < 1:
+        raise UsageError(f"--memory-trials must be ≥ 1, got {cfg.memory_trials}")
+    if cfg.warmup_trials < 0:
+        raise UsageError(f"--warmup-trials must be ≥ 0, got {cfg.warmup_trials}")
+    if cfg.train_epochs is not None and cfg.train_epochs < 1:
+        raise UsageError(f"--train-epochs must be ≥ 1, got {cfg.train_epochs}")
+    if cfg.memory_budget_bytes is not None and cfg.memory_budget_bytes <= 0:
+        raise UsageError("--memory-budget must be a positive size such as 8GiB")
+    if cfg.step_ms < 0:
+        raise UsageError(f"--step-ms must be ≥ 0, got {cfg.step_ms}")
+    if cfg.sample_interval_ms < 0:
+        raise UsageError(
+            f"--sample-interval must be ≥ 0 ms (0 turns sampling off), got {cfg.sample_interval_ms}"
+        )
+    if 0 < cfg.sample_interval_ms < 5:
+        raise UsageError(
+            f"--sample-interval {cfg.sample_interval_ms:g} ms is too fast to measure honestly "
+            "(each sample reads /proc for every process); use ≥ 5 ms or 0 to turn sampling off"
+        )
+    if cfg.uss_interval_ms < 0:
+        raise UsageError(f"--uss-interval must be ≥ 0 ms, got {cfg.uss_interval_ms}")
+    if cfg.idle_ms is not None and cfg.idle_ms < 0:
+        raise UsageError(f"--idle-ms must be ≥ 0, got {cfg.idle_ms}")
+    if cfg.trial_timeout_s <= 0:
+        raise UsageError(f"--trial-timeout must be > 0 seconds, got {cfg.trial_timeout_s}")
+    if not 0 <= cfg.min_gain < 1:
+        raise UsageError(f"--min-gain must be in [0, 1), got {cfg.min_gain}")

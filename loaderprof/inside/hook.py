@@ -1,0 +1,367 @@
+"""What `loaderprof watch` runs inside the user's own training process.
+
+NOTE [watch hook]: `watch` puts a `sitecustomize` on the command's PYTHONPATH that
+calls `install()`. Nothing is imported or patched until the script itself imports
+`torch.utils.data`; then DataLoader and its iterators report through the same
+event channel `compare` uses:
+
+* `loader_created`: each DataLoader (any subclass) once its __init__ is done, with
+  its construction site (the first frame outside torch and loaderprof) and settings;
+  its worker_init_fn is wrapped in the same probe `compare` uses, tagged with the
+  loader's id, so every worker names its loader and pid;
+* `iter_start` / `iter_first_batch` / `iter_end`: each `iter(loader)` (an epoch),
+  its first batch and its end (exhausted, with the batch count). An iterator
+  replaced before its end was abandoned: the parent tells so from the stamps.
+
+The cost is one wrapper call per batch in the main process; workers only run the
+init probe once. Nothing the hook records may break the program it watches: every
+piece of its bookkeeping is guarded (`_emit`, `_warn_once`), and a record it cannot write
+(a full disk) is dropped with one line on stderr.
+
+Loader ids are unique across the command's processes (`<pid>.<n>`: each torchrun
+rank counts from 1); the parent names them L1, L2... in the order they were built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.abc
+import importlib.machinery
+import inspect
+import itertools
+import multiprocessing
+import os
+import sys
+from typing import Any
+
+from loaderprof.inside import events
+from loaderprof.inside.probe import WorkerInitProbe
+
+ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
+_TARGET = "torch.utils.data.dataloader"
+_ids = itertools.count(1)
+_patched: set[type] = set()
+# Frames from these directories are not the user's construction site.
+_SKIP = (os.path.dirname(os.path.abspath(__file__)), f"{os.sep}torch{os.sep}")
+
+
+_warned = False
+
+
+def _emit(path: str, ev: str, **fields: Any) -> None:
+    try:
+        events.emit(path, ev, **fields)
+    except Exception as exc:
+        _warn_once(exc)
+
+
+class _QuietProbe(WorkerInitProbe):
+    """compare's worker probe, whose records never fail the user's worker."""
+
+    def __call__(self, worker_id: int) -> None:
+        global _worker_loader
+        _worker_loader = self.loader
+        super().__call__(worker_id)
+
+    def _emit(self, ev: str, **fields: Any) -> None:
+        _emit(self.events_path, ev, **fields)
+
+
+# In a worker: its loader's id (set by its init probe) and the fetchers it has had.
+# torch builds a worker's fetcher as it starts and again at each later epoch of a
+# persistent pool (`_ResumeIteration`): that rebuild is where a persistent worker
+# starts an epoch with the Dataset copy it kept (NOTE [stale worker state]).
+_worker_loader: str | None = None
+_fetchers = 0
+# The Dataset the worker loop's first fetcher served: a Dataset that iterates an inner
+# DataLoader(num_workers=0) builds fetchers of its own, which are not epochs.
+_worker_dataset: Any = None
+
+
+def _state(path: str, ev: str, dataset: Any, **fields: Any) -> None:
+    """The Dataset's fingerprint as this process sees it, as `compare` takes it."""
+    import time
+
+    from loaderprof.inside.fingerprint import fingerprint, unwrap
+
+    start = time.perf_counter()
+    values, skipped = fingerprint(unwrap(dataset))
+    took = round(time.perf_counter() - start, 6)
+    _emit(path, ev, values=values, skipped=skipped, took_s=took, **fields)
+
+
+def _patch_fetcher(module: Any, path: str) -> None:
+    kinds = module._DatasetKind
+    original = kinds.__dict__["create_fetcher"].__func__
+
+    @functools.wraps(original)
+    def create_fetcher(kind: Any, dataset: Any, *args: Any, **kwargs: Any) -> Any:
+        global _fetchers, _worker_dataset
+        if _worker_loader is not None and _fetchers == 0:
+            _worker_dataset = dataset
+        if _worker_loader is not None and dataset is _worker_dataset:
+            _fetchers += 1
+            if _fetchers > 1:  # a persistent worker's later epoch
+                try:
+                    from loaderprof.inside import probe
+
+                    _state(
+                        path,
+                        "worker_state",
+                        dataset,
+                        loader=_worker_loader,
+                        worker_id=probe._worker_id,
+                    )
+                except Exception as exc:
+                    _warn_once(exc, "a Dataset state record was lost")
+        return original(kind, dataset, *args, **kwargs)
+
+    kinds.create_fetcher = staticmethod(create_fetcher)
+
+
+def install() -> None:
+    """Called from the injected sitecustomize: hook the import of torch's DataLoader."""
+    path = os.environ.get(ENV_EVENTS)
+    if not path or any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    if _TARGET in sys.modules:
+        _patch(sys.modules[_TARGET], path)
+        return
+    sys.meta_path.insert(0, _Finder(path))
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _TARGET:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _Loader(spec.loader, self.path)
+                return spec
+        return None
+
+
+class _Loader(importlib.abc.Loader):
+    """Runs the real module, then patches it."""
+
+    def __init__(self, inner: Any, path: str) -> None:
+        self.inner, self.path = inner, path
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.inner.exec_module(module)
+        _patch(module, self.path)
+
+
+def _site() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not any(s in name for s in _SKIP) and not name.startswith("<frozen"):
+            # Relative to the command's directory where it lies inside it.
+            rel = os.path.relpath(name) if not os.path.relpath(name).startswith("..") else name
+            return f"{rel}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
+
+
+def _describe(loader: Any) -> dict[str, Any]:
+    ctx = loader.multiprocessing_context
+    if ctx is not None and hasattr(ctx, "get_start_method"):
+        method = ctx.get_start_method()
+    else:
+        # Not get_start_method(): asking without allow_none fixes the default, and a
+        # script that calls set_start_method() afterwards would then fail.
+        method = (
+            multiprocessing.get_start_method(allow_none=True)
+            or getattr(
+                getattr(multiprocessing.context, "_default_context", None),
+                "_default_context",
+                None,
+            )
+            .__class__.__name__.removesuffix("Context")
+            .lower()
+        )
+    dataset = loader.dataset
+    try:
+        length: int | None = len(dataset)
+    except Exception:
+        length = None
+    return {
+        "cls": f"{type(loader).__module__}.{type(loader).__qualname__}",
+        "num_workers": loader.num_workers,
+        "persistent_workers": bool(loader.persistent_workers),
+        "prefetch_factor": loader.prefetch_factor,
+        "pin_memory": bool(loader.pin_memory),
+        "batch_size": loader.batch_size,
+        "start_method": method if loader.num_workers else None,
+        "dataset_type": f"{type(dataset).__module__}.{type(dataset).__qualname__}",
+        "dataset_len": length,
+    }
+
+
+def _patch(module: Any, path: str) -> None:
+    loader_cls = module.DataLoader
+    if loader_cls in _patched:
+        return
+    _patched.add(loader_cls)
+    _wrap_init(loader_cls, path)
+    _patch_iter(loader_cls, path)
+    try:
+        _patch_fetcher(module, path)
+    except Exception as exc:  # another torch's layout: no state check, all else works
+        _warn_once(exc, "the Dataset state check is off for this torch")
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        # A subclass whose __init__ does not call DataLoader's (torchdata's
+        # StatefulDataLoader reimplements it) is wrapped as it is defined.
+        super(loader_cls, cls).__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            _wrap_init(cls, path)
+
+    loader_cls.__init_subclass__ = classmethod(__init_subclass__)
+
+
+def _wrap_init(cls: type, path: str) -> None:
+    original_init = cls.__dict__["__init__"]
+
+    # wraps: code that rebuilds a loader from its __init__ signature (Lightning,
+    # accelerate) must still see DataLoader's parameters.
+    @functools.wraps(original_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        # Registered by the outermost __init__ only (a subclass's, calling DataLoader's
+        # through super()), so the site is where the training script built it.
+        depth = self.__dict__.get("_lp_depth", 0)
+        object.__setattr__(self, "_lp_depth", depth + 1)
+        try:
+            original_init(self, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_lp_depth", depth)
+        if depth or "_lp_id" in self.__dict__:
+            return
+        try:
+            _register(self, path)
+        except Exception as exc:  # the hook's own failure: the program runs on
+            _warn_once(exc, "a DataLoader could not be followed")
+
+    setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
+
+
+def _register(loader: Any, path: str) -> None:
+    lid = f"{os.getpid()}.{next(_ids)}"
+    rank = os.environ.get("RANK")
+    described = _describe(loader)
+    # Named only once described: a loader the hook could not describe is not followed.
+    object.__setattr__(loader, "_lp_id", lid)
+    _emit(
+        path,
+        "loader_created",
+        loader=lid,
+        site=_site(),
+        rank=int(rank) if rank and rank.isdigit() else None,
+        **described,
+    )
+    if loader.num_workers > 0:
+        user_fn = loader.worker_init_fn
+        # A loader rebuilt from another (accelerate, Lightning) copies its probe:
+        # wrap the user's function, not the other loader's probe.
+        if isinstance(user_fn, WorkerInitProbe):
+            user_fn = user_fn.user_fn
+        loader.worker_init_fn = _QuietProbe(path, user_fn, loader=lid)
+    _patch_iter(type(loader), path)
+
+
+def _warn_once(exc: BaseException, what: str = "a record was lost") -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"loaderprof watch: {what} ({exc}); measuring on\n")
+
+
+def _patch_iter(cls: type, path: str) -> None:
+    """Wrap `cls.__iter__` where `cls` defines its own (torch's, or a subclass's that
+    does not call it: torchdata's StatefulDataLoader)."""
+    if "__iter__" not in cls.__dict__ or ("_lp_iter", cls) in _patched_iters:
+        return
+    _patched_iters.add(("_lp_iter", cls))
+    original = cls.__dict__["__iter__"]
+    if inspect.isgeneratorfunction(original):
+        # A generator __iter__ (a subclass moving batches to a device) runs its body
+        # only when iterated: the DataLoader.__iter__ it calls then counts the epoch.
+        return
+
+    @functools.wraps(original)
+    def __iter__(self: Any) -> Any:
+        lid = self.__dict__.get("_lp_id")
+        outer = lid is not None and not self.__dict__.get("_lp_in_iter")
+        if outer:
+            object.__setattr__(self, "_lp_in_iter", True)
+            # Before the epoch's stamp, so the fingerprint's cost is not in its wall.
+            try:
+                if self.num_workers > 0 and self.persistent_workers:
+                    _state(path, "main_state", self.dataset, loader=lid)
+            except Exception as exc:
+                _warn_once(exc, "a Dataset state record was lost")
+            _emit(path, "iter_start", loader=lid)
+        try:
+            it = original(self)
+        finally:
+            if outer:
+                object.__setattr__(self, "_lp_in_iter", False)
+        state = getattr(it, "__dict__", None)
+        if outer and state is not None:
+            state["_lp_loader"] = lid
+            state["_lp_batches"] = 0
+            try:
+                _patch_next(type(it), path)
+            except Exception as exc:  # an iterator class that cannot be patched
+                _warn_once(exc)
+        return it
+
+    setattr(cls, "__iter__", __iter__)  # noqa: B010 (a class found at run time)
+
+
+_patched_iters: set[tuple[str, type]] = set()
+
+
+def _patch_next(cls: type, path: str) -> None:
+    """Count each iterator's batches; stamp its first and its end."""
+    owner = next((k for k in cls.__mro__ if "__next__" in k.__dict__), None)
+    if owner is None or ("_lp_next", owner) in _patched_iters:
+        return
+    _patched_iters.add(("_lp_next", owner))
+    original = owner.__dict__["__next__"]
+
+    @functools.wraps(original)
+    def __next__(self: Any) -> Any:
+        state = self.__dict__
+        lid = state.get("_lp_loader")
+        if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
+            return original(self)
+        state["_lp_in_next"] = True
+        try:
+            batch = original(self)
+        except StopIteration:
+            if lid is not None and state.get("_lp_batches") is not None:
+                _emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
+                state["_lp_batches"] = None
+            raise
+        finally:
+            state["_lp_in_next"] = False
+        if lid is not None and state.get("_lp_batches") is not None:
+            state["_lp_batches"] += 1
+            if state["_lp_batches"] == 1:
+                _emit(path, "iter_first_batch", loader=lid)
+        return batch
+
+    setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)

@@ -1,0 +1,498 @@
+"""What runs inside each DataLoader worker.
+
+The probes wrap `worker_init_fn` and `collate_fn`, chain to the user's own, and
+report through the event file. They are top-level classes holding only
+picklable state so they work under spawn and forkserver too. Workers are
+identified by these events (pid + worker id), never by guessing among child
+processes: the forkserver and the resource tracker are children too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from loaderprof.inside import events
+from loaderprof.inside.clock import process_start_ns
+
+# The worker id of this process, set by the init probe (None outside workers).
+_worker_id: int | None = None
+# The last epoch whose Dataset state this worker reported (see report_state).
+_state_epoch: int | None = None
+# When the batch being built started fetching (its first __getitem__), set by
+# IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
+_fetch_started: int | None = None
+# NOTE [start-up breakdown]: when this worker began and finished unpickling its
+# Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
+_unpickle_start: int | None = None
+_unpickle_end: int | None = None
+# Batches this worker has built: its threads are reported at the 1st, 2nd, 4th, 8th...
+_batches_built = 0
+# Python threads that are the worker's own plumbing (the result queue's feeder, the
+# file-descriptor sharer), not compute: told apart by where their target lives.
+_PLUMBING = ("multiprocessing.", "torch.")
+# CPU time a thread must have used to count as computing (2 clock ticks), and what
+# each had used when the worker's init began.
+_BUSY_TICKS = 2
+_thread_cpu_base: dict[int, int] = {}
+# NOTE [worker threads]: what each thread had run or waited to run (ns, from
+# schedstat) when the worker's init began, and when that was: its CPU demand since.
+_thread_demand_base: dict[int, tuple[int, int, int]] = {}
+_init_ns: int | None = None
+
+
+def _on_exit(path: str, worker_id: int) -> None:
+    # A finalizer's error would only print a traceback into the worker's last words.
+    with contextlib.suppress(OSError):
+        events.emit(path, "worker_exit", worker_id=worker_id)
+
+
+def _started_unpickling() -> None:
+    """Called by the unpickler as it reaches a probe's payload (see `_Stamp`)."""
+    global _unpickle_start
+    if _unpickle_start is None:
+        _unpickle_start = time_ns()
+
+
+class _Stamp:
+    """Pickled just before a probe's payload: unpickling it stamps the start."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_started_unpickling, ())
+
+
+def _rebuilt(cls: type[Any], _stamp: None, *state: Any) -> Any:
+    """A probe rebuilt in a spawned worker, its payload (the Dataset, or the user's
+    function) unpickled before this call: stamp the end."""
+    global _unpickle_end
+    _unpickle_end = time_ns()
+    return cls(*state)
+
+
+def time_ns() -> int:
+    import time
+
+    return time.monotonic_ns()
+
+
+class WorkerInitProbe:
+    def __init__(
+        self, events_path: str, user_fn: Callable[[int], Any] | None, loader: str = "train"
+    ) -> None:
+        self.events_path = events_path
+        self.user_fn = user_fn
+        # Which loader's worker this is (NOTE [validation pass]).
+        self.loader = loader
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # torch pickles the worker_init_fn after the Dataset and the collate_fn: its
+        # rebuild marks the end of the worker's unpickling, for every kind of Dataset
+        # (the start only a map-style Dataset's probe can stamp).
+        return (_rebuilt, (type(self), None, self.events_path, self.user_fn, self.loader))
+
+    def __call__(self, worker_id: int) -> None:
+        global _worker_id, _thread_cpu_base, _thread_demand_base, _init_ns
+        _worker_id = worker_id
+        _thread_cpu_base = _thread_cpu()
+        _thread_demand_base = _thread_demand()
+        _init_ns = time_ns()
+        self._emit(
+            "worker_init",
+            worker_id=worker_id,
+            held=_held(self.events_path),
+            proc_start=process_start_ns(os.getpid()),
+            unpickle_start=_unpickle_start,
+            unpickle_end=_unpickle_end,
+            loader=self.loader,
+        )
+        # multiprocessing runs its finalizers when the worker loop returns
+        # normally (the usual shutdown); a killed worker gets its exit time
+        # from the parent's sampler instead.
+        from multiprocessing import util
+
+        util.Finalize(None, _on_exit, args=(self.events_path, worker_id), exitpriority=100)
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+        self._emit("worker_ready", worker_id=worker_id)
+
+    def _emit(self, ev: str, **fields: Any) -> None:
+        events.emit(self.events_path, ev, **fields)
+
+
+def _held(events_path: str) -> dict[str, int] | None:
+    """NOTE [held at init]: what the worker holds before it has run any of the user's
+    code (its worker_init_fn, its first item): the baseline the state it carries is
+    counted from. The sampler's first reading of a worker lands wherever it lands, before
+    or after a file the Dataset opens lazily at its first item; this one does not."""
+    from loaderprof.inside import procfs
+
+    held = procfs.handles(os.getpid(), frozenset({events_path, os.path.realpath(events_path)}))
+    if held is None:
+        return None
+    return {"files": held.files, "inet": held.inet, "children": held.children}
+
+
+def report_state(events_path: str, counter: Any, dataset: Any) -> None:
+    """NOTE [stale worker state]: at its first fetch of each epoch a worker
+    fingerprints its own copy of the Dataset. The main process writes the epoch
+    into `counter` (shared memory) before each epoch, so a persistent worker,
+    which the loader never rebuilds, still learns that a new epoch began."""
+    global _state_epoch
+    if counter is None or _worker_id is None:
+        return
+    epoch = int(counter.value)
+    if epoch == _state_epoch or epoch < 1:
+        return
+    _state_epoch = epoch
+    import time
+
+    from loaderprof.inside.fingerprint import fingerprint, unwrap
+
+    start = time.perf_counter()
+    values, skipped = fingerprint(unwrap(dataset))
+    events.emit(
+        events_path,
+        "worker_state",
+        worker_id=_worker_id,
+        epoch=epoch,
+        values=values,
+        skipped=skipped,
+        # What the check cost this worker, inside the timed epoch.
+        took_s=round(time.perf_counter() - start, 6),
+    )
+
+
+def nbytes(obj: Any) -> int:
+    """Bytes of tensor / array payload in a (nested) batch: what crosses shared memory."""
+    size = getattr(obj, "nbytes", None)
+    if isinstance(size, int):
+        return size
+    if isinstance(obj, dict):
+        return sum(nbytes(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(v) for v in obj)
+    return 0
+
+
+def _feed(h: Any, obj: Any) -> None:
+    # Tensors and arrays hash by dtype, shape and bytes; containers recurse;
+    # anything else by its pickle (or repr when it cannot be pickled).
+    if hasattr(obj, "detach") and hasattr(obj, "numpy"):
+        import torch
+
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif hasattr(obj, "tobytes") and hasattr(obj, "dtype"):
+        h.update(f"A{obj.dtype}{getattr(obj, 'shape', ())}".encode())
+        h.update(obj.tobytes())
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k in sorted(obj, key=repr):
+            h.update(repr(k).encode())
+            _feed(h, obj[k])
+        h.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"[")
+        for v in obj:
+            _feed(h, v)
+        h.update(b"]")
+    else:
+        import pickle
+
+        try:
+            h.update(pickle.dumps(obj, protocol=4))
+        except Exception:
+            h.update(repr(obj).encode())
+
+
+def sample_digest(obj: Any) -> str:
+    """A 64-bit content digest of one sample."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    _feed(h, obj)
+    return h.hexdigest()
+
+
+class CollateProbe:
+    """Stamps every batch a worker produces; returns the user's result untouched."""
+
+    def __init__(
+        self,
+        events_path: str,
+        inner: Callable[[Any], Any],
+        auto_collation: bool,
+        digests: bool = False,
+        epoch_counter: Any = None,
+    ) -> None:
+        self.events_path = events_path
+        self.inner = inner
+        self.auto_collation = auto_collation
+        # Content digests of every sample (`loaderprof check`): costs time.
+        self.digests = digests
+        # Set for IterableDatasets only, whose fetches no index probe sees.
+        self.epoch_counter = epoch_counter
+
+    def __call__(self, data: Any) -> Any:
+        import time
+
+        global _fetch_started
+        start = time.monotonic_ns()
+        fetch, _fetch_started = _fetch_started, None
+        if self.epoch_counter is not None:
+            from torch.utils.data import get_worker_info
+
+            info = get_worker_info()
+            if info is not None:
+                report_state(self.events_path, self.epoch_counter, info.dataset)
+        out = self.inner(data)
+        n = len(data) if self.auto_collation else 1
+        fields: dict[str, Any] = {
+            "worker_id": _worker_id,
+            "start": start,
+            "n": n,
+            "bytes": nbytes(out),
+        }
+        if fetch is not None:
+            fields["fetch"] = fetch
+        if self.digests:
+            samples = data if self.auto_collation else [data]
+            fields["d"] = [sample_digest(s) for s in samples]
+        events.emit(self.events_path, "batch", **fields)
+        global _batches_built
+        _batches_built += 1
+        if _worker_id is not None and _batches_built & (_batches_built - 1) == 0:
+            report_threads(self.events_path)
+        return out
+
+
+def _task_ids(pid: int) -> list[str]:
+    """This process's threads, as /proc names them (none if it cannot be read)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def _thread_cpu() -> dict[int, int]:
+    """CPU ticks (user + system) each thread of this process has used."""
+    pid = os.getpid()
+    out: dict[int, int] = {}
+    for tid in _task_ids(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                # After the command (which may hold spaces), utime and stime are the
+                # 12th and 13th fields.
+                rest = f.read().rsplit(b")", 1)[1].split()
+            out[int(tid)] = int(rest[11]) + int(rest[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _thread_demand() -> dict[int, tuple[int, int, int]]:
+    """Each thread of this process: nanoseconds run, nanoseconds waited in the run
+    queue, and times scheduled (/proc/.../schedstat). Where the kernel keeps no
+    schedstat, the CPU it used alone (no wait: a lower bound)."""
+    pid = os.getpid()
+    out: dict[int, tuple[int, int, int]] = {}
+    for tid in _task_ids(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                run_ns, wait_ns, slices = f.read().split()[:3]
+            out[int(tid)] = (int(run_ns), int(wait_ns), int(slices))
+        except (OSError, ValueError):
+            continue
+    if not out:
+        tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        return {tid: (ticks * tick_ns, 0, 0) for tid, ticks in _thread_cpu().items()}
+    return out
+
+
+# A thread that ran this long per time it was scheduled is computing (the scheduler
+# takes the core from it, and its run-queue wait is demand it could not meet); one
+# that runs a few µs per wake-up (a polling loop) waits for a core only because it
+# woke, and wants what it ran.
+_CPU_BOUND_SLICE_NS = 250_000
+
+
+def _wanted(now: tuple[int, int, int], base: tuple[int, int, int]) -> int:
+    run, wait, slices = (max(0, a - b) for a, b in zip(now, base, strict=True))
+    if slices and run / slices >= _CPU_BOUND_SLICE_NS:
+        return run + wait
+    return run
+
+
+def _origin(tid: int, python: dict[int, Any]) -> str:
+    """What started a thread: a Python thread's target module (or its class), else
+    the name the native thread gave itself (an OpenMP/BLAS/OpenCV pool)."""
+    t = python.get(tid)
+    if t is not None:
+        target = getattr(t, "_target", None)
+        if target is not None:
+            return f"python:{getattr(target, '__module__', None) or '?'}"
+        kind = type(t)
+        return f"python:{kind.__module__}.{kind.__qualname__}"
+    try:
+        with open(f"/proc/{os.getpid()}/task/{tid}/comm") as f:
+            return f"native:{f.read().strip()}"
+    except OSError:
+        return "native:?"
+
+
+def report_threads(events_path: str) -> None:
+    """NOTE [worker threads]: how many threads this worker runs, and how many of
+    them compute. A thread computes when it has used CPU (≥ 2 ticks) since the
+    worker's init began and is neither the main thread nor multiprocessing's or
+    torch's plumbing (the queue feeder, the fd sharer), which a plain worker has
+    too; native pools (OpenMP, BLAS, OpenCV) have no Python Thread object and count
+    when busy, while a thread busy only while imports ran (spawn) does not. Read at
+    the worker's 1st, 2nd, 4th, 8th... batch: CPU times are cumulative, so a pool
+    that ran once is seen."""
+    import threading
+
+    python = {t.native_id: t for t in threading.enumerate() if t.native_id is not None}
+    plumbing = {
+        tid
+        for tid, t in python.items()
+        if (getattr(getattr(t, "_target", None), "__module__", None) or "").startswith(_PLUMBING)
+    }
+    pid = os.getpid()
+    cpu = _thread_cpu()
+    if not cpu:
+        return
+    busy = [
+        tid
+        for tid, ticks in cpu.items()
+        if tid != pid
+        and tid not in plumbing
+        and ticks - _thread_cpu_base.get(tid, 0) >= _BUSY_TICKS
+    ]
+    origins: dict[str, int] = {}
+    for tid in busy:
+        name = _origin(tid, python)
+        origins[name] = origins.get(name, 0) + 1
+    import torch
+
+    events.emit(
+        events_path,
+        "worker_threads",
+        worker_id=_worker_id,
+        threads=len(cpu),
+        compute=1 + len(busy),
+        torch_threads=torch.get_num_threads(),
+        origins=origins,
+        **_demand(pid, plumbing),
+    )
+
+
+def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
+    """NOTE [worker threads]: the cores this worker's threads wanted on average since
+    its init (a computing thread's run + run-queue wait, another's run, over the wall
+    time): its main thread's, and its other threads' (plumbing left out: every worker
+    has it). A thread can want at most one core, however busy the machine, so a CPU
+    hog beside the run does not raise it."""
+    if _init_ns is None:
+        return {}
+    wall = time_ns() - _init_ns
+    if wall <= 0:
+        return {}
+    main, other = 0, 0
+    for tid, now in _thread_demand().items():
+        if tid in plumbing:
+            continue
+        used = _wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
+        if tid == pid:
+            main += used
+        else:
+            other += used
+    return {"main_demand": round(main / wall, 4), "thread_demand": round(other / wall, 4)}
+
+
+_OWN = ("inner", "events_path", "epoch_counter")
+
+
+def _mark_fetch() -> None:
+    global _fetch_started
+    if _fetch_started is None:
+        import time
+
+        _fetch_started = time.monotonic_ns()
+
+
+class IndexProbe:
+    """Wraps a map-style Dataset so a failing `__getitem__` reports its index.
+
+    Attribute reads and writes pass through to the user's dataset, so a
+    worker_init_fn that sets `get_worker_info().dataset.x` still reaches it.
+    """
+
+    # How loaderprof.inside.fingerprint.unwrap finds the user's Dataset.
+    __loaderprof_inner__ = "inner"
+
+    def __init__(self, inner: Any, events_path: str, epoch_counter: Any = None) -> None:
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "events_path", events_path)
+        object.__setattr__(self, "epoch_counter", epoch_counter)
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        _mark_fetch()
+        report_state(self.events_path, self.epoch_counter, self)
+        try:
+            return self.inner[index]
+        except Exception as exc:
+            self._report(index, exc)
+            raise
+
+    def _report(self, index: Any, exc: BaseException) -> None:
+        shown = repr(index)
+        events.emit(
+            self.events_path,
+            "getitem_error",
+            worker_id=_worker_id,
+            index=shown if len(shown) <= 200 else shown[:197] + "...",
+            error=f"{type(exc).__name__}: {exc}",
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _OWN:  # during unpickling, before __init__ state exists
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.inner, name, value)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The stamp comes first, so a spawned worker's unpickling of the Dataset lies
+        # between the two stamps (NOTE [start-up breakdown]).
+        return (
+            _rebuilt,
+            (type(self), _Stamp(), self.inner, self.events_path, self.epoch_counter),
+        )
+
+
+class BatchedIndexProbe(IndexProbe):
+    """For datasets with `__getitems__` (batched fetching): keep the fast path."""
+
+    def __getitems__(self, indices: Any) -> Any:
+        _mark_fetch()
+        report_state(self.events_path, self.epoch_counter, self)
+        try:
+            return self.inner.__getitems__(indices)
+        except Exception as exc:
+            self._report(indices, exc)
+            raise
+
+
+def index_probe(dataset: Any, events_path: str, epoch_counter: Any = None) -> IndexProbe:
+    cls = BatchedIndexProbe if hasattr(dataset, "__getitems__") else IndexProbe
+    return cls(dataset, events_path, epoch_counter)

@@ -1,0 +1,133 @@
+"""What `loaderprof watch` found in a real training run: typed, frozen results.
+
+NOTE [watch hook]: every figure comes from the hook's events in the command's own
+process and from the parent's sampler over its process tree; times are seconds
+from the command's start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loaderprof.model.results import DatasetState, Finding, Stat
+
+
+@dataclass(frozen=True)
+class WatchedEpoch:
+    """One `iter(loader)`: an epoch, or a validation pass."""
+
+    index: int
+    start_s: float
+    first_batch_s: float | None
+    # None: the iterator was abandoned (replaced, or the command ended) before its end.
+    end_s: float | None
+    batches: int | None
+    worker_pids: tuple[int, ...]
+    new_worker_pids: tuple[int, ...]
+
+    @property
+    def wall_s(self) -> float | None:
+        return None if self.end_s is None else self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class WatchedWorker:
+    pid: int
+    worker_id: int
+    # Process start (/proc, 10 ms resolution), and its init probe's entry (exact).
+    started_s: float | None
+    init_s: float
+    ready_s: float | None
+    exited_s: float | None
+    peak_uss_bytes: int | None
+    peak_pss_bytes: int | None
+    # What it held (files, inet, threads, children) in each pause between its
+    # loader's epochs, from the last reading inside the pause.
+    handles_by_pause: tuple[Mapping[str, int], ...] = ()
+    # NOTE [copy-on-read]: from its first USS reading after its first batch to its USS
+    # peak: where USS started, how much USS and RSS grew, and about how many samples
+    # it read in between (its share of its loader's batches, pro rata over epochs).
+    read_start_uss_bytes: int | None = None
+    read_uss_growth_bytes: int | None = None
+    read_rss_growth_bytes: int | None = None
+    read_samples: int | None = None
+
+    @property
+    def startup_s(self) -> float | None:
+        if self.started_s is None or self.ready_s is None:
+            return None
+        return self.ready_s - self.started_s
+
+
+@dataclass(frozen=True)
+class WatchedLoader:
+    # L1, L2... in the order the command built them, across all its processes.
+    id: str
+    site: str
+    # The process that built it, and its torchrun rank (RANK) where it had one.
+    pid: int
+    rank: int | None
+    cls: str
+    num_workers: int
+    persistent_workers: bool
+    prefetch_factor: int | None
+    pin_memory: bool
+    batch_size: int | None
+    start_method: str | None
+    dataset_type: str
+    dataset_len: int | None
+    created_s: float
+    epochs: tuple[WatchedEpoch, ...]
+    workers: tuple[WatchedWorker, ...]
+    # True: epochs 2..N ran on epoch 1's workers; False: fresh ones; None: cannot tell.
+    workers_reused: bool | None
+    cold_epoch_s: float | None
+    steady_epoch_s: Stat | None
+    cold_first_batch_s: float | None
+    steady_first_batch_s: Stat | None
+    worker_startup_s: Stat | None
+    peak_worker_uss_bytes: int | None
+    # USS of its workers between its epochs (persistent pools), median over pauses.
+    idle_workers_uss_bytes: int | None
+    # The pool's USS and RSS in each pause between its epochs (the growth check).
+    idle_uss_by_epoch: tuple[int, ...] = ()
+    idle_rss_by_epoch: tuple[int, ...] = ()
+    # NOTE [stale worker state]: a persistent loader's Dataset as the main process saw
+    # it at each iter() and each worker at each later epoch of its pool.
+    dataset_states: tuple[DatasetState, ...] = ()
+
+
+@dataclass(frozen=True)
+class PoolSpan:
+    """A loader's worker pool alive from `start_s` to `end_s` (its workers' lives)."""
+
+    loader: str
+    start_s: float
+    end_s: float
+    workers: int
+
+
+@dataclass(frozen=True)
+class WatchReport:
+    kind: str
+    schema_version: int
+    tool: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    command: tuple[str, ...]
+    exit_code: int
+    # The command's own status: its exit code, or -N when a signal N ended it.
+    returncode: int | None
+    wall_s: float
+    loaders: tuple[WatchedLoader, ...]
+    pools: tuple[PoolSpan, ...]
+    peak_worker_processes: int | None
+    # Worker processes still alive when the command's main process had exited.
+    leaked_pids: tuple[int, ...]
+    findings: tuple[Finding, ...]
+    # The sampler's reading time over the command's wall (both sampler threads).
+    sampler_duty_cycle: float | None
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+    extras: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,339 @@
+"""Pure: a watched run's events and samples -> its loaders, epochs, workers, pools.
+
+NOTE [watch hook]: each loader is told apart by the id the hook gave it; an epoch is
+one `iter_start` of that loader up to the next; a worker belongs to the loader its
+init probe names, and to the epochs it was alive in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.measure.sampler import Sample
+from loaderprof.model.results import DatasetState, Stat
+from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
+
+NS = 1_000_000_000
+Events = Mapping[str, list[Mapping[str, Any]]]
+
+
+def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """The events by kind, in time order, each loader named L1, L2... in the order
+    the command built them (the hook's ids are `<pid>.<n>`, unique across ranks)."""
+    ordered = sorted(events, key=lambda e: e["t"])
+    names: dict[Any, str] = {}
+    for ev in ordered:
+        if ev["ev"] == "loader_created":
+            names.setdefault(ev.get("loader"), f"L{len(names) + 1}")
+    out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in ordered:
+        if ev.get("loader") in names:
+            ev = {**ev, "loader": names[ev["loader"]]}
+        out[ev["ev"]].append(ev)
+    return out
+
+
+def whole_walks(samples: Sequence[Sample]) -> list[list[Sample]]:
+    """Walks that read USS of every process while the tree held still."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
+
+
+def _workers(
+    evs: Events, lid: str, samples: Sequence[Sample], gone: Mapping[int, int], t0: int
+) -> tuple[WatchedWorker, ...]:
+    inits = [ev for ev in evs["worker_init"] if ev.get("loader") == lid]
+    readies = {ev["pid"]: ev["t"] for ev in evs["worker_ready"]}
+    exits = {ev["pid"]: ev["t"] for ev in evs["worker_exit"]}
+    peaks: dict[int, tuple[int | None, int | None]] = {}
+    for s in samples:
+        if s.uss is None:
+            continue
+        uss, pss = peaks.get(s.pid, (None, None))
+        peaks[s.pid] = (max(uss or 0, s.uss), max(pss or 0, s.pss or 0) if s.pss else pss)
+
+    def rel(t: int | None) -> float | None:
+        return None if t is None else (t - t0) / NS
+
+    return tuple(
+        WatchedWorker(
+            pid=int(ev["pid"]),
+            worker_id=int(ev["worker_id"]),
+            started_s=rel(ev.get("proc_start")),
+            init_s=(ev["t"] - t0) / NS,
+            ready_s=rel(readies.get(ev["pid"])),
+            exited_s=rel(exits.get(ev["pid"], gone.get(ev["pid"]))),
+            peak_uss_bytes=peaks.get(ev["pid"], (None, None))[0],
+            peak_pss_bytes=peaks.get(ev["pid"], (None, None))[1],
+        )
+        for ev in inits
+    )
+
+
+def _with_handles(
+    workers: Sequence[WatchedWorker],
+    epochs: Sequence[WatchedEpoch],
+    samples: Sequence[Sample],
+    t0: int,
+) -> tuple[WatchedWorker, ...]:
+    """Each worker's handles in each pause between its loader's epochs."""
+    gaps = [
+        (t0 + int(a.end_s * NS), t0 + int(b.start_s * NS))
+        for a, b in itertools.pairwise(epochs)
+        if a.end_s is not None
+    ]
+    out = []
+    for w in workers:
+        held = []
+        for lo, hi in gaps:
+            inside = [
+                s
+                for s in samples
+                if s.pid == w.pid
+                and s.handles is not None
+                and lo <= s.t_ns
+                and (s.read_ns or s.t_ns) <= hi
+            ]
+            if inside:
+                h = inside[-1].handles
+                assert h is not None
+                held.append({k: int(getattr(h, k)) for k in HANDLE_LABELS})
+        out.append(dataclasses.replace(w, handles_by_pause=tuple(held)))
+    return tuple(out)
+
+
+def _with_reading(
+    workers: Sequence[WatchedWorker],
+    epochs: Sequence[WatchedEpoch],
+    samples: Sequence[Sample],
+    batch_size: int | None,
+    t0: int,
+) -> tuple[WatchedWorker, ...]:
+    """NOTE [copy-on-read]: each worker's USS and RSS from its first USS reading after
+    its first batch (its start-up copy already paid) to its USS peak, and about how
+    many samples it read in between."""
+    out = []
+    for w in workers:
+        served = [e for e in epochs if w.pid in e.worker_pids and e.first_batch_s is not None]
+        if not served:
+            out.append(w)
+            continue
+        first = served[0].start_s + (served[0].first_batch_s or 0.0)
+        points = sorted(
+            ((s.t_ns - t0) / NS, s.uss, s.rss)
+            for s in samples
+            if s.pid == w.pid and s.uss is not None and (s.t_ns - t0) / NS >= first
+        )
+        if len(points) < 2:
+            out.append(w)
+            continue
+        (a, u0, r0), (b, u1, r1) = points[0], max(points[1:], key=lambda p: p[1] or 0)
+        read = sum(
+            (e.batches or 0)
+            * (batch_size or 1)
+            / max(1, len(e.worker_pids))
+            # The share of the epoch that fell between the two readings.
+            * max(0.0, min(b, e.end_s) - max(a, e.start_s))
+            / (e.end_s - e.start_s)
+            for e in served
+            if e.end_s is not None and e.end_s > e.start_s
+        )
+        out.append(
+            dataclasses.replace(
+                w,
+                read_start_uss_bytes=u0,
+                read_uss_growth_bytes=(u1 or 0) - (u0 or 0),
+                read_rss_growth_bytes=r1 - r0,
+                read_samples=round(read),
+            )
+        )
+    return tuple(out)
+
+
+def _epochs(
+    evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
+) -> tuple[WatchedEpoch, ...]:
+    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+    firsts = [ev["t"] for ev in evs["iter_first_batch"] if ev.get("loader") == lid]
+    ends = [ev for ev in evs["iter_end"] if ev.get("loader") == lid]
+    out = []
+    for i, start in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else t_end + 1
+        first = next((t for t in firsts if start <= t < stop), None)
+        end = next((ev for ev in ends if start <= ev["t"] < stop), None)
+        lo, hi = (start - t0) / NS, ((end["t"] if end else min(stop, t_end)) - t0) / NS
+        alive = [w for w in workers if w.init_s <= hi and (w.exited_s is None or w.exited_s >= lo)]
+        out.append(
+            WatchedEpoch(
+                index=i + 1,
+                start_s=lo,
+                first_batch_s=None if first is None else (first - start) / NS,
+                end_s=None if end is None else (end["t"] - t0) / NS,
+                batches=None if end is None else int(end.get("batches", 0)),
+                worker_pids=tuple(sorted(w.pid for w in alive)),
+                # Told by the init probe's exact stamp (a process start read from /proc
+                # is rounded down to 10 ms, and can fall before the iter() that made it).
+                new_worker_pids=tuple(sorted(w.pid for w in alive if w.init_s >= lo)),
+            )
+        )
+    return tuple(out)
+
+
+def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
+    """NOTE [stale worker state]: the Dataset's fingerprints, the main process's at
+    each `iter()` of a persistent loader (taken just before its stamp: the epoch
+    whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
+    `iter()` came last before it)."""
+    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+
+    def epoch(kind: str, t: int) -> int:
+        if kind == "main_state":
+            return bisect.bisect_left(starts, t) + 1
+        return bisect.bisect_right(starts, t)
+
+    return tuple(
+        DatasetState.from_event(ev, epoch(kind, ev["t"]))
+        for kind in ("main_state", "worker_state")
+        for ev in evs.get(kind, [])
+        if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
+    )
+
+
+def _reused(epochs: Sequence[WatchedEpoch], num_workers: int) -> bool | None:
+    later = [e for e in epochs[1:] if e.end_s is not None]
+    if num_workers == 0 or not later:
+        return None
+    if all(not e.new_worker_pids for e in later):
+        return True
+    if all(e.new_worker_pids for e in later):
+        return False
+    return None
+
+
+def _idle_series(
+    epochs: Sequence[WatchedEpoch],
+    pids: set[int],
+    samples: Sequence[Sample],
+    walks: Sequence[list[Sample]],
+    t0: int,
+) -> tuple[list[int], list[int]]:
+    """The pool's USS and RSS in each pause between its epochs: the peak of the pause's
+    whole walks (USS), of its ticks (RSS); pauses without a reading are left out."""
+    uss_by_gap: list[int] = []
+    rss_by_gap: list[int] = []
+    for a, b in itertools.pairwise(epochs):
+        if a.end_s is None:
+            continue
+        lo, hi = t0 + int(a.end_s * NS), t0 + int(b.start_s * NS)
+
+        def inside(g: Sequence[Sample], lo: int = lo, hi: int = hi) -> bool:
+            return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in g)
+
+        uss = [sum(s.uss or 0 for s in g if s.pid in pids) for g in walks if inside(g)]
+        ticks: dict[int, list[Sample]] = defaultdict(list)
+        for s in samples:
+            if s.pid in pids and lo <= s.t_ns <= hi:
+                ticks[s.tick].append(s)
+        rss = [sum(s.rss for s in g) for g in ticks.values()]
+        if uss and rss:
+            uss_by_gap.append(max(uss))
+            rss_by_gap.append(max(rss))
+    return uss_by_gap, rss_by_gap
+
+
+def loaders(
+    evs: Events,
+    samples: Sequence[Sample],
+    gone: Mapping[int, int],
+    t0: int,
+    t_end: int,
+) -> tuple[WatchedLoader, ...]:
+    walks = whole_walks(samples)
+    out = []
+    for ev in evs["loader_created"]:
+        lid = str(ev["loader"])
+        workers = _workers(evs, lid, samples, gone, t0)
+        epochs = _epochs(evs, lid, workers, t0, t_end)
+        workers = _with_handles(workers, epochs, samples, t0)
+        workers = _with_reading(workers, epochs, samples, ev.get("batch_size"), t0)
+        done = [e for e in epochs if e.wall_s is not None]
+        startups = [w.startup_s for w in workers if w.startup_s is not None]
+        peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
+        idle_uss, idle_rss = _idle_series(epochs, {w.pid for w in workers}, samples, walks, t0)
+        out.append(
+            WatchedLoader(
+                id=lid,
+                site=str(ev.get("site")),
+                pid=int(ev["pid"]),
+                rank=ev.get("rank"),
+                cls=str(ev.get("cls")),
+                num_workers=int(ev.get("num_workers") or 0),
+                persistent_workers=bool(ev.get("persistent_workers")),
+                prefetch_factor=ev.get("prefetch_factor"),
+                pin_memory=bool(ev.get("pin_memory")),
+                batch_size=ev.get("batch_size"),
+                start_method=ev.get("start_method"),
+                dataset_type=str(ev.get("dataset_type")),
+                dataset_len=ev.get("dataset_len"),
+                created_s=(ev["t"] - t0) / NS,
+                epochs=epochs,
+                workers=workers,
+                workers_reused=_reused(epochs, int(ev.get("num_workers") or 0)),
+                cold_epoch_s=done[0].wall_s if done and done[0].index == 1 else None,
+                steady_epoch_s=Stat.of([e.wall_s for e in done if e.index > 1 and e.wall_s]),
+                cold_first_batch_s=epochs[0].first_batch_s if epochs else None,
+                steady_first_batch_s=Stat.of(
+                    [e.first_batch_s for e in epochs[1:] if e.first_batch_s is not None]
+                ),
+                worker_startup_s=Stat.of(startups),
+                peak_worker_uss_bytes=max(peaks) if peaks else None,
+                idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
+                idle_uss_by_epoch=tuple(idle_uss),
+                idle_rss_by_epoch=tuple(idle_rss),
+                dataset_states=_states(evs, lid),
+            )
+        )
+    return tuple(out)
+
+
+def pools(found: Sequence[WatchedLoader], t_end_s: float) -> tuple[PoolSpan, ...]:
+    """Each loader's worker pools: the span from its first worker's start to its last
+    one's exit, per set of workers that served one epoch or several."""
+    out = []
+    for ld in found:
+        groups: dict[tuple[int, ...], list[WatchedWorker]] = {}
+        by_pid = {w.pid: w for w in ld.workers}
+        for e in ld.epochs:
+            # The workers this epoch started (an earlier epoch's may still be alive).
+            members = tuple(p for p in e.new_worker_pids if p in by_pid)
+            if members and not any(set(members) & set(k) for k in groups):
+                groups[members] = [by_pid[p] for p in members]
+        for ws in groups.values():
+            starts = [w.started_s for w in ws if w.started_s is not None]
+            ends = [w.exited_s if w.exited_s is not None else t_end_s for w in ws]
+            if starts:
+                out.append(PoolSpan(ld.id, min(starts), max(ends), len(ws)))
+    return tuple(sorted(out, key=lambda p: p.start_s))
+
+
+def peak_worker_processes(samples: Sequence[Sample], worker_pids: set[int]) -> int | None:
+    """The most worker processes alive at once, in the ticker's readings (one quick
+    pass each; a walk can outlast one pool and see the next)."""
+    ticks: dict[int, set[int]] = defaultdict(set)
+    for s in samples:
+        if s.uss is not None:
+            continue
+        if s.pid in worker_pids:
+            ticks[s.tick].add(s.pid)
+        else:
+            ticks.setdefault(s.tick, set())
+    return max((len(v) for v in ticks.values()), default=None)

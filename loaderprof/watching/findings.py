@@ -1,0 +1,288 @@
+"""Pure: what a watched training run's DataLoaders got wrong, with evidence and fix.
+
+Each check reads only the watched loaders (NOTE [watch hook]) and says what it
+measured; estimates say they are estimates and name `loaderprof compare` as the
+way to confirm them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from loaderprof.checks.growth import leaked_handles, memory_growth
+from loaderprof.checks.loader import copy_on_read_finding
+from loaderprof.checks.series import (
+    GROWTH_MIN_BYTES,
+    GROWTH_MIN_FRACTION,
+    copies_on_read,
+    growth_trend,
+    new_memory,
+)
+from loaderprof.checks.state import stale_finding, stale_in
+from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.model.results import Finding
+from loaderprof.model.units import fmt_bytes
+from loaderprof.model.watch import PoolSpan, WatchedLoader
+
+# A non-persistent loader is a persistence candidate when its epochs' first-batch
+# wait (worker start-up included) is at least this share of an epoch.
+CANDIDATE_SHARE = 0.05
+
+
+def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """Several loaders built at one site, each iterated about once: the loader is
+    rebuilt every epoch, so its workers (persistent or not) are never reused."""
+    # Per process: each torchrun rank builds its loaders at the same site.
+    by_site: dict[tuple[int, str], list[WatchedLoader]] = defaultdict(list)
+    for ld in loaders:
+        if ld.num_workers > 0:
+            by_site[(ld.pid, ld.site)].append(ld)
+    out = []
+    for (_, site), group in by_site.items():
+        # Iterated once each, one after another: built to be used once (a helper that
+        # builds train, val and test loaders at one line is not that).
+        group = [ld for ld in group if ld.epochs]
+        if len(group) < 2 or any(len(ld.epochs) > 1 for ld in group):
+            continue
+        if any(
+            b.created_s < (a.epochs[-1].end_s or a.epochs[-1].start_s)
+            for a, b in itertools.pairwise(group)
+        ):
+            continue
+        waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
+        wait = statistics.median(waits) if waits else None
+        cost = f", each epoch waiting {wait:.2f} s for its first batch" if wait else ""
+        out.append(
+            Finding(
+                id="loader-recreated",
+                severity="warning",
+                title=f"{len(group)} DataLoaders built at {site}, each iterated once: their "
+                f"workers start again every epoch{cost}",
+                evidence={
+                    "site": site,
+                    "loaders": [ld.id for ld in group],
+                    "persistent_workers": any(ld.persistent_workers for ld in group),
+                    "median_first_batch_s": None if wait is None else round(wait, 4),
+                },
+                fix="build the DataLoader once, before the epoch loop, and iterate it each "
+                "epoch (with persistent_workers=True its workers then start once)",
+            )
+        )
+    return out
+
+
+def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    out = []
+    for ld in loaders:
+        done = [e for e in ld.epochs if e.wall_s]
+        if ld.num_workers == 0 or ld.persistent_workers or len(done) < 2:
+            continue
+        waits = [e.first_batch_s for e in done if e.first_batch_s is not None]
+        walls = [e.wall_s for e in done if e.wall_s]
+        if not waits or not walls:
+            continue
+        wait, wall = statistics.median(waits), statistics.median(walls)
+        share = wait / wall
+        if share < CANDIDATE_SHARE:
+            continue
+        out.append(
+            Finding(
+                id="persistence-candidate",
+                severity="info",
+                title=f"loader {ld.id} ({ld.site}) starts {ld.num_workers} workers every "
+                f"epoch: each of its {len(done)} epochs waited {wait:.2f} s for its first batch, "
+                f"{share:.0%} of a {wall:.2f} s epoch; persistent_workers=True could save up to "
+                "about that per epoch",
+                evidence={
+                    "loader": ld.id,
+                    "site": ld.site,
+                    "epochs": len(done),
+                    "median_first_batch_s": round(wait, 4),
+                    "median_epoch_s": round(wall, 4),
+                    "share": round(share, 3),
+                    "worker_startup_s": ld.worker_startup_s.median if ld.worker_startup_s else None,
+                },
+                fix="confirm with `loaderprof compare DATASET --num-workers "
+                f"{ld.num_workers}` (it measures both settings side by side, memory and "
+                "state included), then pass persistent_workers=True",
+            )
+        )
+    return out
+
+
+def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]) -> list[Finding]:
+    """A persistent pool alive and idle while another loader's epoch runs."""
+    by_id = {ld.id: ld for ld in loaders}
+    out = []
+    for pool in pools:
+        owner = by_id[pool.loader]
+        if not owner.persistent_workers:
+            continue
+        overlaps = [
+            (other.id, e)
+            for other in loaders
+            # Another rank's loader runs beside this one by design.
+            if other.id != owner.id and other.pid == owner.pid
+            for e in other.epochs
+            if e.end_s is not None
+            and pool.start_s < e.start_s
+            and e.end_s < pool.end_s
+            and not any(o.start_s <= e.start_s <= (o.end_s or o.start_s) for o in owner.epochs)
+        ]
+        if not overlaps:
+            continue
+        held = owner.idle_workers_uss_bytes
+        others = sorted({i for i, _ in overlaps})
+        memory = f", holding {fmt_bytes(held)} USS between its epochs" if held else ""
+        out.append(
+            Finding(
+                id="idle-pools",
+                severity="info",
+                title=f"loader {owner.id}'s {pool.workers} persistent workers stay alive and "
+                f"idle while loader {', '.join(others)} runs ({len(overlaps)} epochs){memory}",
+                evidence={
+                    "loader": owner.id,
+                    "site": owner.site,
+                    "workers": pool.workers,
+                    "while": others,
+                    "epochs_overlapped": len(overlaps),
+                    "idle_workers_uss_bytes": held,
+                },
+                fix="expected for a train pool during validation; if memory is tight, "
+                "give the validation loader fewer workers or persistent_workers=False",
+            )
+        )
+    return out
+
+
+def check_copy_on_read(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """Forked workers whose USS grew with what they read while RSS stayed flat, by
+    `compare`'s rule (NOTE [copy-on-read])."""
+    hits = [
+        (ld, w)
+        for ld in loaders
+        if ld.start_method == "fork"
+        for w in ld.workers
+        if w.read_uss_growth_bytes is not None
+        and copies_on_read(
+            w.read_uss_growth_bytes, w.read_rss_growth_bytes or 0, w.read_start_uss_bytes or 0
+        )
+    ]
+    if not hits:
+        return []
+    ld, w = max(hits, key=lambda h: h[1].read_uss_growth_bytes or 0)
+    return [
+        copy_on_read_finding(
+            growth=w.read_uss_growth_bytes or 0,
+            samples_read=w.read_samples or 0,
+            rss_growth=w.read_rss_growth_bytes or 0,
+            start_uss=w.read_start_uss_bytes or 0,
+            affected=len(hits),
+            where={"pid": w.pid, "loader": ld.id, "site": ld.site},
+            spawn_hint="multiprocessing_context='forkserver' (or 'spawn') on the DataLoader",
+        )
+    ]
+
+
+def check_stale(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """A persistent loader's workers holding a Dataset attribute the main process has
+    since changed, by `compare`'s rule (NOTE [stale worker state])."""
+    return [
+        stale_finding(stale, {"loader": ld.id, "site": ld.site}, arm=None)
+        for ld in loaders
+        if ld.persistent_workers and (stale := stale_in(ld.dataset_states))
+    ]
+
+
+def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """A persistent pool whose memory between epochs grows every epoch, with new memory
+    behind it, by `compare`'s rules (`growth_trend`, `new_memory`)."""
+    out = []
+    for ld in loaders:
+        uss, rss = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch
+        if not ld.persistent_workers or not uss or not rss:
+            continue
+        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0])
+        trend = growth_trend(uss, step)
+        # Overall, not step by step (RSS can lag a step behind).
+        if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
+            continue
+        out.append(
+            memory_growth(
+                {f"loader {ld.id}'s persistent workers": (list(uss), trend)},
+                {
+                    "loader": ld.id,
+                    "site": ld.site,
+                    "uss_by_epoch": list(uss),
+                    "rss_by_epoch": list(rss),
+                },
+            )
+        )
+    return out
+
+
+def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+    """Persistent workers holding more files, connections, threads or children after
+    every epoch, by `compare`'s rule (`growth_trend`), each of them named."""
+    out = []
+    for key in HANDLE_LABELS:
+        for ld in loaders:
+            if not ld.persistent_workers:
+                continue
+            grown = {}
+            pids = []
+            for w in ld.workers:
+                series = [h[key] for h in w.handles_by_pause]
+                trend = growth_trend([float(v) for v in series], 1.0)
+                if trend is not None:
+                    grown[f"loader {ld.id}'s persistent worker {w.worker_id}"] = (series, trend)
+                    pids.append(w.pid)
+            if grown:
+                out.append(
+                    leaked_handles(key, grown, {"loader": ld.id, "site": ld.site, "pids": pids})
+                )
+                break
+    return out
+
+
+def check_leaked(loaders: Sequence[WatchedLoader], leaked: Sequence[int]) -> list[Finding]:
+    """DataLoader workers still alive after the command exited (a helper of its own,
+    such as a Manager it never shut down, is in `leaked_pids` but is not a worker)."""
+    owner = {w.pid: ld.id for ld in loaders for w in ld.workers}
+    workers = [p for p in leaked if p in owner]
+    if not workers:
+        return []
+    named = sorted({owner[p] for p in workers})
+    return [
+        Finding(
+            id="workers-leaked",
+            severity="warning",
+            title=f"{len(workers)} DataLoader worker process{'es' if len(workers) > 1 else ''} "
+            f"of loader {', '.join(named)} still alive after the command exited",
+            evidence={
+                "pids": workers,
+                "loaders": named,
+                "other_processes": len(leaked) - len(workers),
+            },
+            fix="let every DataLoader iterator finish or delete it (and the loader) before "
+            "the program exits; do not keep workers alive from a global or a daemon thread",
+        )
+    ]
+
+
+def find(
+    loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan], leaked: Sequence[int]
+) -> tuple[Finding, ...]:
+    return (
+        *check_recreated(loaders),
+        *check_candidates(loaders),
+        *check_idle_pools(loaders, pools),
+        *check_growth(loaders),
+        *check_copy_on_read(loaders),
+        *check_stale(loaders),
+        *check_handles(loaders),
+        *check_leaked(loaders, leaked),
+    )

@@ -1,0 +1,153 @@
+"""The trial as the statistical unit, and the adaptive plan's sequential looks:
+synthetic trials with a known truth, no processes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from builders import make_trial
+from loaderprof.analysis import comparison as analysis
+from loaderprof.analysis import stats
+from loaderprof.model.results import MetricValue, Ratio
+
+TRUE_RATIO = 0.8
+
+
+def _synthetic_arms(
+    rng: np.random.Generator, trials: int, epochs: int, between: float, within: float
+) -> tuple[list, list]:
+    """Trials whose steady epochs share a per-trial offset (between-trial spread, in
+    log) on top of small epoch-to-epoch noise; persistent epochs are TRUE_RATIO × the
+    non-persistent ones."""
+    arms = []
+    for arm, scale in (("persistent", TRUE_RATIO), ("non_persistent", 1.0)):
+        out = []
+        for i in range(trials):
+            level = scale * math.exp(rng.normal(0, between))
+            steady = level * np.exp(rng.normal(0, within, size=epochs - 1))
+            out.append(
+                make_trial(
+                    arm, [3.0, *map(float, steady)], idle=0, reused=arm == "persistent", index=i
+                )
+            )
+        arms.append(out)
+    return arms[0], arms[1]
+
+
+def _coverage(trials: int, reps: int = 300) -> tuple[float, float]:
+    """How often the steady ratio's interval holds the truth: through `compare`,
+    and for the pooled-epoch bootstrap it replaced."""
+    rng = np.random.default_rng(7)
+    hits = pooled_hits = 0
+    for rep in range(reps):
+        p, n = _synthetic_arms(rng, trials, epochs=6, between=0.08, within=0.01)
+        c = analysis.compare(
+            p, n, analysis.summarize_arm(p), analysis.summarize_arm(n), seed=rep, train_epochs=5
+        )
+        r = c.steady_epoch_ratio
+        assert r is not None and c.unit == "trial" and c.steady_epoch_n == trials
+        hits += r.ci_low <= TRUE_RATIO <= r.ci_high
+        old = stats.bootstrap_ratio(analysis.steady_walls(p), analysis.steady_walls(n), seed=rep)
+        assert old is not None
+        pooled_hits += old.ci_low <= TRUE_RATIO <= old.ci_high
+    return hits / reps, pooled_hits / reps
+
+
+@pytest.mark.parametrize("trials", [3, 5])
+def test_intervals_cover_the_truth_at_their_nominal_rate_when_trials_differ(trials: int) -> None:
+    covered, pooled = _coverage(trials)
+    # 300 draws of a 95 % interval: the binomial spread is about ±2.5 points.
+    assert 0.90 <= covered <= 0.99
+    # Pooling the epochs treats them as independent: far too narrow here.
+    assert pooled < 0.85
+
+
+def test_welch_on_trial_figures_known_answer() -> None:
+    r, p = stats.welch_log_ratio([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])  # type: ignore[misc]
+    assert r.value == pytest.approx(0.5)
+    assert r.ci_low < 0.5 < r.ci_high and p < 0.01
+    # Identical arms: no difference, p = 1.
+    # No spread at all: no interval and no test (NOTE [earned intervals]).
+    same = stats.welch_log_ratio([1.0, 1.0], [1.0, 1.0])
+    assert same == (Ratio(1.0, 1.0, 1.0, has_interval=False), None)
+    # A higher confidence widens the interval.
+    wide, _ = stats.welch_log_ratio([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], 0.99)  # type: ignore[misc]
+    assert wide.ci_low < r.ci_low and wide.ci_high > r.ci_high
+    # Too few trials or a non-positive figure: no trial-level answer.
+    assert stats.welch_log_ratio([1.0], [2.0, 2.1]) is None
+    assert stats.welch_log_ratio([0.0, 1.0], [2.0, 2.1]) is None
+
+
+def test_one_trial_per_arm_falls_back_to_its_epochs_and_says_so() -> None:
+    est = stats.estimate_ratio([[1.0, 1.01, 0.99, 1.0]], [[2.0, 2.02, 1.98, 2.0]], seed=0)
+    assert est is not None and est.unit == "epoch" and est.n == 4
+    assert est.ratio.value == pytest.approx(0.5)
+
+
+def test_per_arm_interval_comes_from_the_spread_of_trial_figures() -> None:
+    tight = stats.estimate_median([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], seed=0)
+    # No spread at all: a value, not an interval (NOTE [earned intervals]).
+    assert tight == MetricValue(1.0, 1.0, 1.0, 3, has_interval=False)
+    spread = stats.estimate_median([[1.0, 1.0], [1.5, 1.5], [0.8, 0.8]], seed=0)
+    assert spread is not None
+    assert spread.value == 1.0 and spread.ci_low < 1.0 < spread.ci_high and spread.n == 3
+    # A zero figure (no idle workers): the interval is taken on the values themselves.
+    zero = stats.estimate_median([[0.0], [10.0], [20.0]], seed=0)
+    assert zero is not None and zero.ci_low < 10.0 < zero.ci_high
+    # Read once (one memory trial): a value, never an interval (NOTE [earned intervals]).
+    once = stats.estimate_median([[5.0]], seed=0)
+    assert once == MetricValue(5.0, 5.0, 5.0, 1, has_interval=False)
+
+
+def test_looks_and_their_confidence() -> None:
+    assert stats.look_points(6) == [2, 3, 4, 6]
+    assert stats.look_points(7) == [2, 3, 4, 6, 7]
+    assert stats.look_points(4) == [2, 3, 4]
+    assert stats.look_points(3) == [2, 3]
+    assert stats.look_points(2) == [2]
+    assert stats.look_points(1) == [1]
+    # Power spending α·t²: (4 − 0)/36, (9 − 4)/36, (16 − 9)/36 and (36 − 16)/36 of α
+    # at looks 2, 3, 4, 6 of a cap of 6.
+    spent = [4 / 36, 5 / 36, 7 / 36, 20 / 36]
+    assert stats.look_confidences(6) == pytest.approx([1 - 0.05 * s for s in spent])
+    assert stats.look_confidences(1) == pytest.approx([0.95])
+    assert sum(1 - c for c in stats.look_confidences(7)) == pytest.approx(0.05)
+    assert stats.look_confidence(6, 2) == stats.look_confidences(6)[0]
+    assert stats.look_confidence(6, 3) == stats.look_confidences(6)[1]
+    assert stats.look_confidence(6, 1) == stats.look_confidences(6)[0]
+    assert stats.look_confidence(6, 5) == stats.look_confidences(6)[2]
+    assert stats.look_confidence(6, 6) == stats.look_confidences(6)[3]
+
+
+def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
+    """No true difference at all: stopping at the first look whose interval leaves 1
+    must not decide wrongly more often than α, which looking at α each time would."""
+    rng = np.random.default_rng(3)
+    looks = stats.look_points(8)
+    spent = stats.look_confidences(8)
+
+    def decides(a: np.ndarray, b: np.ndarray, confidence: list[float]) -> bool:
+        for k, level in zip(looks, confidence, strict=True):
+            res = stats.welch_log_ratio(list(a[:k]), list(b[:k]), level)
+            assert res is not None
+            if res[0].ci_high < 1.0 or res[0].ci_low > 1.0:
+                return True
+        return False
+
+    false_spent = false_naive = 0
+    reps = 400
+    for _ in range(reps):
+        a, b = rng.lognormal(0, 0.1, size=8), rng.lognormal(0, 0.1, size=8)
+        false_spent += decides(a, b, spent)
+        false_naive += decides(a, b, [0.95] * len(looks))
+    assert false_spent / reps <= 0.05 + 0.02
+    assert false_naive / reps > false_spent / reps
+
+
+def test_settled_is_the_interval_on_one_side_of_the_min_gain_line() -> None:
+    assert analysis.settled(Ratio(0.5, 0.4, 0.6), 0.05)
+    assert analysis.settled(Ratio(1.0, 0.97, 1.02), 0.05)
+    assert not analysis.settled(Ratio(0.93, 0.9, 0.97), 0.05)

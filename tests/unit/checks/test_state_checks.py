@@ -1,0 +1,166 @@
+"""State fingerprints, the stale-state and randomness rules, the verdict and gates on them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from loaderprof.analysis.gates import evaluate, parse_gate
+from loaderprof.checks.state import stale_in, weigh
+from loaderprof.errors import UsageError
+from loaderprof.inside.fingerprint import describe, fingerprint
+from loaderprof.model.results import DatasetState, Finding, Verdict
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.n = 3
+        self.name = "train"
+        self.rng = np.random.default_rng(0)
+        self.table = list(range(10_000))
+        self.weights = torch.arange(100_000, dtype=torch.float32)
+        self.fn = len
+        self.handle = open(__file__)  # noqa: SIM115 - unpicklable on purpose
+
+    def method(self) -> None:
+        pass
+
+
+def test_fingerprint_keeps_small_values_digests_the_rest_and_names_the_unpicklable() -> None:
+    h = _Holder()
+    try:
+        values, skipped = fingerprint(h)
+    finally:
+        h.handle.close()
+    assert values["n"] == "3" and values["name"] == "'train'"
+    assert values["rng"].startswith("rng:numpy.Generator#")
+    assert values["table"].startswith("list(len=10000)#")
+    assert values["weights"].startswith("Tensor((100000,), torch.float32)#")
+    assert "fn" not in values and skipped == ["handle"]
+
+
+def test_a_generator_digest_follows_its_state_not_its_identity() -> None:
+    a, b = np.random.default_rng(0), np.random.default_rng(0)
+    assert describe(a) == describe(b)
+    a.random()
+    assert describe(a) != describe(b)
+    r = random.Random(1)
+    g = torch.Generator().manual_seed(1)
+    assert describe(r).startswith("rng:random.Random#")
+    assert describe(g).startswith("rng:torch.Generator#")
+
+
+def test_a_large_tensor_changed_in_place_changes_its_digest() -> None:
+    t = torch.zeros(1_000_000)
+    before = describe(t)
+    t[::1000] = 1.0  # on the strided sample the digest reads
+    assert describe(t) != before
+
+
+def _state(epoch: int, role: str, values: dict[str, str], wid: int | None = None) -> DatasetState:
+    return DatasetState(epoch, role, 100 if role == "main" else 200 + (wid or 0), wid, values)  # type: ignore[arg-type]
+
+
+def test_stale_only_where_the_main_changed_and_the_worker_did_not_follow() -> None:
+    states = [
+        _state(1, "main", {"epoch": "0", "cache": "None"}),
+        _state(2, "main", {"epoch": "1", "cache": "None"}),
+        # The worker filled its own cache (the main never changed it): not stale.
+        _state(1, "worker", {"epoch": "0", "cache": "None"}, 0),
+        _state(2, "worker", {"epoch": "0", "cache": "dict#ab"}, 0),
+    ]
+    (stale,) = stale_in(states)
+    assert (stale.attribute, stale.epoch, stale.main_value, stale.worker_value) == (
+        "epoch",
+        2,
+        "1",
+        "0",
+    )
+    followed = [*states[:3], _state(2, "worker", {"epoch": "1"}, 0)]
+    assert stale_in(followed) == []
+    # The main process reseeds in set_epoch, the worker in worker_init_fn: the worker's
+    # value never was the main's, so it is its own state, not stale.
+    reseeded = [
+        _state(1, "main", {"rng": "rng:a"}),
+        _state(2, "main", {"rng": "rng:b"}),
+        _state(1, "worker", {"rng": "rng:w1"}, 0),
+        _state(2, "worker", {"rng": "rng:w2"}, 0),
+    ]
+    assert stale_in(reseeded) == []
+
+
+def _finding(fid: str, arm: str | None) -> Finding:
+    evidence = {
+        "attribute": "epoch",
+        "epoch": 2,
+        "main_value": "1",
+        "worker_value": "0",
+        "workers": [0],
+        "kind": "numpy.Generator",
+    }
+    return Finding(fid, "warning", "t", evidence, "fix", arm)
+
+
+def test_stale_state_turns_enable_into_enable_after_the_fix_and_the_rest_into_keep_off() -> None:
+    enable = Verdict("enable", "Enable persistent_workers: it saves 1 s per epoch.", ("fast",))
+    out = weigh(enable, [_finding("stale-worker-state", "persistent")])
+    assert out is not None and out.recommendation == "enable"
+    assert out.headline.startswith("Enable persistent_workers only after fixing `epoch`")
+    assert out.depends_on == ("stale-worker-state",)
+    neutral = Verdict("neutral", "Either way.", ())
+    out = weigh(neutral, [_finding("stale-worker-state", "persistent")])
+    assert out is not None and out.recommendation == "keep_off"
+    # Randomness not reseeded is a bug either way: named, depended on, not decisive.
+    out = weigh(enable, [_finding("repeated-randomness", None)])
+    assert out is not None and out.recommendation == "enable" and out.headline == enable.headline
+    assert out.depends_on == ("repeated-randomness",)
+    assert weigh(enable, [_finding("copy-on-read", None)]) is enable
+
+
+def test_a_gate_fails_on_a_finding_and_passes_without_it() -> None:
+    import dataclasses
+
+    from builders import make_pair
+    from loaderprof.comparing.session import build_report
+    from loaderprof.config.run import RunConfig
+
+    gate = parse_gate("finding:stale-worker-state")
+    assert (gate.metric, gate.op, gate.limit) == ("finding:stale-worker-state", "<=", 0.0)
+    p, n = make_pair([3.0, 1.0, 1.0], [3.0, 1.5, 1.5])
+    report = build_report(RunConfig(dataset="a:B", epochs=3), [p, n], imported={})
+    # No fingerprints in these trials: the check did not run, so the gate cannot pass.
+    results, _ = evaluate(report, [gate])
+    assert results[0].status == "skipped"
+    report = dataclasses.replace(report, findings_checked=("stale-worker-state",))
+    results, status = evaluate(report, [gate])
+    assert status == "pass" and results[0].value == 0.0
+    flagged = dataclasses.replace(report, findings=(_finding("stale-worker-state", "persistent"),))
+    results, status = evaluate(flagged, [gate])
+    assert status == "fail" and results[0].value == 1.0
+    with pytest.raises(UsageError, match="did you mean 'stale-worker-state'"):
+        parse_gate("finding:stale-worker-stat")
+
+
+def test_the_verdict_names_a_persistent_arm_warning_it_is_issued_beside() -> None:
+    from loaderprof.checks.state import findings_the_verdict_must_mention
+
+    enable = Verdict("enable", "Enable persistent_workers: it saves 1 s per epoch.", ("fast",))
+    leak = Finding(
+        "leaked-files", "warning", "worker 0 holds more open files", {}, "f", "persistent"
+    )
+    early = Finding("leaked-files", "info", "too few epochs", {}, "f", "persistent")
+    threads = Finding("thread-oversubscription", "warning", "threads", {}, "f", None)
+    out = weigh(enable, [leak, early, threads])
+    assert out is not None and out.recommendation == "enable"
+    assert out.reasons[0] == "fast"
+    assert out.reasons[1:] == (
+        "warning (persistent arm): worker 0 holds more open files [leaked-files]",
+    )
+    assert out.depends_on == ("leaked-files",)
+    assert findings_the_verdict_must_mention([early, threads]) == []
+    # Beside stale state, both are depended on.
+    both = weigh(enable, [_finding("stale-worker-state", "persistent"), leak])
+    assert both is not None and both.depends_on == ("leaked-files", "stale-worker-state")

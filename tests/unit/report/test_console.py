@@ -1,0 +1,89 @@
+"""The terminal's epoch table on synthetic reports: no processes."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from loaderprof.comparing.session import build_report
+from loaderprof.config.run import RunConfig
+from loaderprof.model.results import EpochResult, Report, Setup, TrialMemory, TrialResult
+from loaderprof.model.units import fmt_seconds
+from loaderprof.report.console import epochs_table
+
+MiB = 1024 * 1024
+Epoch = tuple[int, float, tuple[int, ...], tuple[int, ...]]  # number, wall, PIDs, new PIDs
+
+
+def _trial(arm: str, epochs: list[Epoch], *, complete: bool = True) -> TrialResult:
+    results = []
+    t = 0.0
+    for number, wall, pids, new in epochs:
+        results.append(EpochResult(number, t, wall, wall / 4, 4, 128, 128 / wall, pids, new))
+        t += wall
+    mem = TrialMemory(200 * MiB, 20 * MiB, 10 * MiB, 0, 0, 150 * MiB, 160 * MiB, 170 * MiB, 50)
+    return TrialResult(
+        arm, 0, complete, t, 0, Setup(1.0, 1.1, 1.2), tuple(results), (), mem, (), 999
+    )
+
+
+def _report(persistent: list[Epoch], non_persistent: list[Epoch]) -> Report:
+    cfg = RunConfig(dataset="a:B", epochs=3, trials=1)
+    trials = [
+        _trial("persistent", persistent),
+        _trial("non_persistent", non_persistent, complete=len(non_persistent) == 3),
+    ]
+    return build_report(cfg, trials, imported={})
+
+
+def _rows(report: Report) -> dict[str, list[str]]:
+    """Body rows of the rendered table by their epoch cell."""
+    console = Console(record=True, width=120)
+    console.print(epochs_table(report))
+    rows = {}
+    for line in console.export_text().splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if cells and cells[0].isdigit():
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+PERSISTENT: list[Epoch] = [
+    (1, 3.0, (1, 2), (1, 2)),
+    (2, 1.0, (1, 2), ()),
+    # Worker 1 died and was replaced: only its new process carries the star.
+    (3, 1.5, (1, 3), (3,)),
+]
+
+
+def test_rows_align_by_epoch_when_a_trial_stopped_early() -> None:
+    # The non-persistent trial failed in epoch 3: two measured epochs.
+    rows = _rows(_report(PERSISTENT, [(1, 3.0, (11, 12), (11, 12)), (2, 2.0, (21, 22), (21,))]))
+    assert list(rows) == ["1", "2", "3"]
+    # Cells: persistent wall, 1st batch, PIDs; then the same for non-persistent.
+    assert rows["1"][:3] == [fmt_seconds(3.0), fmt_seconds(0.75), "1* 2*"]
+    assert rows["1"][3:] == [fmt_seconds(3.0), fmt_seconds(0.75), "11* 12*"]
+    assert rows["2"][:3] == [fmt_seconds(1.0), fmt_seconds(0.25), "1 2"]
+    assert rows["2"][3:] == [fmt_seconds(2.0), fmt_seconds(0.5), "21* 22"]
+    assert rows["3"] == [fmt_seconds(1.5), fmt_seconds(0.375), "1 3*", "–", "–", "–"]
+
+
+def test_rows_follow_epoch_numbers_not_positions() -> None:
+    # An arm without epoch 2: its epoch 3 stays in row 3.
+    rows = _rows(_report(PERSISTENT, [(1, 3.0, (11, 12), (11, 12)), (3, 2.5, (31, 32), (31, 32))]))
+    assert list(rows) == ["1", "2", "3"]
+    assert rows["2"][3:] == ["–", "–", "–"]
+    assert rows["3"][3:] == [fmt_seconds(2.5), fmt_seconds(0.625), "31* 32*"]
+
+
+def test_many_pids_keep_their_stars_when_cut_short() -> None:
+    many = (41, 42, 43, 44, 45, 46)
+    rows = _rows(
+        _report(
+            PERSISTENT,
+            [(1, 3.0, many, (41, 45, 46)), (2, 2.0, (), (51,))],
+        )
+    )
+    # Three shown, three hidden of which two started that epoch.
+    assert rows["1"][5] == "41* 42 43 …+3 (2*)"
+    # A worker that started but served no batch is still listed, with its star.
+    assert rows["2"][5] == "51*"

@@ -1,0 +1,245 @@
+"""NOTE [watch hook]: a watched run's events assembled and checked, without processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.watching.findings import find
+from loaderprof.watching.session import exit_code_of
+
+S = 1_000_000_000
+
+
+def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:
+    return {"ev": ev, "t": int(t * S), "pid": pid, **kw}
+
+
+def _loader(lid: str, t: float, site: str, persistent: bool) -> dict[str, object]:
+    return _ev(
+        "loader_created",
+        t,
+        loader=lid,
+        site=site,
+        cls="torch.utils.data.DataLoader",
+        num_workers=2,
+        persistent_workers=persistent,
+        prefetch_factor=2,
+        pin_memory=False,
+        batch_size=4,
+        start_method="fork",
+        dataset_type="x.D",
+        dataset_len=32,
+    )
+
+
+def _epoch(
+    lid: str, start: float, wait: float, wall: float, pids: tuple[int, ...]
+) -> list[dict[str, object]]:
+    evs = [_ev("iter_start", start, loader=lid)]
+    for k, pid in enumerate(pids):
+        evs.append(
+            _ev(
+                "worker_init",
+                start + 0.01,
+                pid=pid,
+                worker_id=k,
+                loader=lid,
+                proc_start=int((start + 0.005) * S),
+            )
+        )
+        evs.append(_ev("worker_ready", start + 0.02, pid=pid, worker_id=k))
+    evs += [
+        _ev("iter_first_batch", start + wait, loader=lid),
+        _ev("iter_end", start + wall, loader=lid, batches=8),
+    ]
+    # Its workers exit with the epoch (non-persistent, or a loader dropped after it).
+    evs += [_ev("worker_exit", start + wall + 0.01, pid=pid) for pid in pids]
+    return evs
+
+
+def test_a_rebuilt_loader_and_a_non_persistent_candidate() -> None:
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    evs += _epoch("L1", 1.0, 0.4, 0.9, (201, 202))
+    evs += _epoch("L1", 2.0, 0.4, 0.9, (203, 204))
+    for i, t in enumerate((4.0, 5.0)):
+        evs.append(_loader(f"L{i + 2}", t - 0.05, "train.py:20", True))
+        evs += _epoch(f"L{i + 2}", t, 0.3, 0.8, (301 + 2 * i, 302 + 2 * i))
+    found = loaders(by_kind(evs), [], {}, 0, int(6 * S))
+    l1 = found[0]
+    assert l1.workers_reused is False and len(l1.workers) == 4
+    assert [e.new_worker_pids for e in l1.epochs] == [(201, 202), (203, 204)]
+    assert l1.steady_epoch_s is not None and l1.steady_epoch_s.median == pytest.approx(0.9)
+    ids = [f.id for f in find(found, pools(found, 6.0), ())]
+    # L1: 0.4 s of a 0.9 s epoch waiting for workers; L2 and L3: one site, once each.
+    assert ids == ["loader-recreated", "persistence-candidate"]
+
+
+def test_only_worker_processes_count_as_leaked() -> None:
+    evs = [_loader("L1", 0.1, "t.py:3", True), *_epoch("L1", 1.0, 0.1, 0.5, (201, 202))]
+    found = loaders(by_kind(evs), [], {}, 0, int(2 * S))
+    assert [f.id for f in find(found, (), (999,))] == []
+    (leak,) = find(found, (), (201, 999))
+    assert leak.id == "workers-leaked" and leak.evidence["pids"] == [201]
+    assert leak.evidence["other_processes"] == 1
+
+
+def test_exit_codes_as_a_shell_reports_them() -> None:
+    assert (exit_code_of(0), exit_code_of(7), exit_code_of(-2), exit_code_of(None)) == (
+        0,
+        7,
+        130,
+        1,
+    )
+    assert peak_worker_processes([], {1}) is None
+
+
+def test_the_watch_schema_names_every_field() -> None:
+    import dataclasses
+
+    from loaderprof.model.watch import WatchedEpoch, WatchedLoader, WatchedWorker, WatchReport
+    from loaderprof.report.watch_export import load_watch_schema
+
+    schema = load_watch_schema()
+    assert set(schema["properties"]) == {f.name for f in dataclasses.fields(WatchReport)}
+    for cls in (WatchedLoader, WatchedEpoch, WatchedWorker):
+        props = schema["$defs"][cls.__name__]["properties"]
+        assert set(props) == {f.name for f in dataclasses.fields(cls)}, cls.__name__
+
+
+def test_growth_needs_new_memory_and_handles_need_to_rise_every_epoch() -> None:
+    import dataclasses
+
+    from loaderprof.watching.findings import check_growth, check_handles
+
+    evs = [_loader("L1", 0.1, "t.py:3", True), *_epoch("L1", 1.0, 0.1, 0.5, (201,))]
+    (ld,) = loaders(by_kind(evs), [], {}, 0, int(2 * S))
+    mib = 1 << 20
+    grows = dataclasses.replace(
+        ld,
+        idle_uss_by_epoch=(50 * mib, 66 * mib, 82 * mib),
+        idle_rss_by_epoch=(200 * mib, 200 * mib, 230 * mib),
+    )
+    assert [f.id for f in check_growth([grows])] == ["memory-grows-every-epoch"]
+    # USS rising while RSS stays put is pages copied on a write, not new memory.
+    cow = dataclasses.replace(grows, idle_rss_by_epoch=(200 * mib,) * 3)
+    assert check_growth([cow]) == []
+    held = ({"files": 2, "inet": 0, "threads": 3, "children": 0},)
+    rising = tuple({**held[0], "files": n} for n in (2, 4, 6))
+    worker = dataclasses.replace(ld.workers[0], handles_by_pause=rising)
+    (leak,) = check_handles([dataclasses.replace(ld, workers=(worker,))])
+    assert leak.id == "leaked-files" and leak.evidence["files_by_epoch"] == [2, 4, 6]
+    steady = dataclasses.replace(ld.workers[0], handles_by_pause=held * 3)
+    assert check_handles([dataclasses.replace(ld, workers=(steady,))]) == []
+
+
+def test_watch_sampling_intervals_are_checked_before_the_command_runs() -> None:
+    from loaderprof.commands.watch import check_intervals
+    from loaderprof.errors import UsageError
+
+    check_intervals(50.0, 500.0)
+    with pytest.raises(UsageError, match="--sample-interval 0 ms: use ≥ 5 ms"):
+        check_intervals(0.0, 500.0)
+    with pytest.raises(UsageError, match="--uss-interval 10 ms must be ≥"):
+        check_intervals(50.0, 10.0)
+
+
+def test_torchrun_ranks_loaders_stay_apart() -> None:
+    """Each rank's hook counts its loaders from 1: ids carry the pid, the report names
+    them in build order, and one rank's loader never makes another's pool idle."""
+    from rich.console import Console
+
+    from loaderprof.report.watch_console import pools_table
+
+    evs = []
+    for rank, pid in enumerate((100, 500)):
+        ld = _loader(f"{pid}.1", 0.1 + rank * 0.01, "train.py:9", True)
+        evs.append({**ld, "pid": pid, "rank": rank})
+        for k, start in enumerate((1.0, 2.0)):
+            # Rank 1's epochs fall in rank 0's pauses, while rank 0's pool lives on.
+            epoch = _epoch(f"{pid}.1", start + rank * 0.9, 0.2, 0.8, (pid + 1, pid + 2))
+            evs += [
+                {**e, "pid": pid} if str(e["ev"]).startswith("iter_") else e
+                for e in epoch
+                if e["ev"] != "worker_exit" and (k == 0 or not str(e["ev"]).startswith("worker_"))
+            ]
+    found = loaders(by_kind(evs), [], {}, 0, int(4 * S))
+    assert [(ld.id, ld.pid, ld.rank) for ld in found] == [("L1", 100, 0), ("L2", 500, 1)]
+    assert [sorted(w.pid for w in ld.workers) for ld in found] == [[101, 102], [501, 502]]
+    assert all(ld.workers_reused for ld in found)
+    assert find(found, pools(found, 4.0), ()) == ()
+    from loaderprof.model.watch import WatchReport
+
+    report = WatchReport(
+        kind="watch",
+        schema_version=1,
+        tool={},
+        environment={},
+        command=("torchrun", "train.py"),
+        exit_code=0,
+        returncode=0,
+        wall_s=4.0,
+        loaders=found,
+        pools=pools(found, 4.0),
+        peak_worker_processes=4,
+        leaked_pids=(),
+        findings=(),
+        sampler_duty_cycle=None,
+        interrupted=False,
+        warnings=(),
+    )
+    console = Console(width=120, record=True, color_system=None)
+    console.print(pools_table(report))
+    text = console.export_text()
+    assert "train.py:9 (rank 0)" in text and "train.py:9 (rank 1)" in text
+
+
+def test_a_pid_is_the_commands_only_with_the_start_it_was_seen_with() -> None:
+    """A pid that exited and was taken by another program is never signalled."""
+    import os
+
+    from loaderprof.inside import procfs
+    from loaderprof.watching.run import _Tree
+
+    me = os.getpid()
+    tree = _Tree(root=me)
+    started = procfs.start_ticks(me)
+    assert started is not None
+    tree._known[me] = started
+    assert tree._ours(me)
+    tree._known[me] = started - 1  # the same pid, an earlier process
+    assert not tree._ours(me)
+
+
+def test_growth_to_tell_needs_enough_epochs_still_rising() -> None:
+    """NOTE [growth to tell]: litdata's pattern (3 files more after each epoch until every
+    chunk is open, then flat) looks like a leak over 4 epochs; over 12 it has levelled
+    off. A leak still rises in the last third of 10 epochs."""
+    from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL, growth_trend
+
+    chunks = [float(min(5 + 3 * k, 30)) for k in range(40)]
+    assert growth_trend(chunks[:4], 1.0) == "too-few"
+    assert growth_trend(chunks[:12], 1.0) is None
+    assert growth_trend(chunks, 1.0) is None
+    leak = [float(5 + k) for k in range(GROWTH_EPOCHS_TO_TELL)]
+    assert growth_trend(leak, 1.0) == "grows"
+    assert growth_trend(leak[:-1], 1.0) == "too-few"
+
+
+def test_growth_findings_name_every_worker_and_their_severity_follows_the_trend() -> None:
+    from loaderprof.checks.growth import leaked_handles, memory_growth
+
+    few = leaked_handles(
+        "files", {"worker 0": ([5, 8, 11, 14], "too-few"), "worker 1": ([5, 8, 11], "too-few")}, {}
+    )
+    assert few.severity == "info"
+    assert "worker 0 and worker 1 hold more open files" in few.title
+    assert "10 would tell" in few.title and few.evidence["trend"] == "too-few"
+    assert few.evidence["files_by_epoch_by_worker"]["worker 1"] == [5, 8, 11]
+    leak = leaked_handles("files", {"worker 1": (list(range(10)), "grows")}, {})
+    assert leak.severity == "warning" and "still rising after 10 epochs" in leak.title
+    mib = float(1 << 20)
+    grown = memory_growth({"worker 0": ([10 * mib, 14 * mib, 18 * mib], "too-few")}, {})
+    assert grown.severity == "info" and "4.0 MiB more private memory" in grown.title
+    # No cause asserted from three readings: the fix says how to tell.
+    assert "--epochs 10" in grown.fix and "cache" not in grown.title
