@@ -74,9 +74,11 @@ def test_trial_ends_when_the_loader_is_closed(teardown_report: dict[str, Any]) -
             for k in ("interpreter_s", "imports_s", "setup_s", "epochs_s", "pauses_s", "shutdown_s")
         )
         # The named parts account for the trial's wall up to the exit: what is
-        # left (set_epoch, event writes between epochs) is a small remainder.
+        # left (set_epoch, event writes between epochs) is a small remainder. They
+        # are measured apart from the wall, so they must not add up to more than it
+        # (`other_s` is clamped at 0, so it cannot show an overlap by itself).
         assert parts["other_s"] < 0.1 * t["wall_s"]
-        assert named + parts["exit_s"] + parts["other_s"] == pytest.approx(t["wall_s"])
+        assert named + parts["exit_s"] <= t["wall_s"] + 1e-3
     summary = teardown_report["arms"]["persistent"]["summary"]
     assert summary["shutdown_s"]["n"] == 1
     assert summary["setup_main_pss_bytes"]["median"] > 0

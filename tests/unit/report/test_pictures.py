@@ -35,8 +35,22 @@ def test_trace_events_are_valid(report: Report) -> None:
     for ev in events:
         assert {"ph", "ts", "pid"} <= set(ev), ev
         assert ev["ph"] in {"X", "M", "C"}
-        if ev["ph"] == "X":
-            assert ev["dur"] >= 0
+    # Each epoch's span lasts the epoch's measured wall, on its trial's own track: the
+    # exporter clamps a negative duration to 0, so a sign check could not fail.
+    walls = {
+        (t.main_pid, f"epoch {e.epoch}"): e.wall_s
+        for a in report.arms.values()
+        for t in a.trials
+        for e in t.epochs
+    }
+    spans = {
+        (ev["pid"], ev["name"]): ev["dur"]
+        for ev in events
+        if ev["ph"] == "X" and ev["name"].startswith("epoch ")
+    }
+    assert walls and spans.keys() == walls.keys()
+    for key, wall in walls.items():
+        assert spans[key] == pytest.approx(wall * 1e6, abs=1.0), key
     # Spans on one track nest and close: each either contains the next or ends first.
     tracks: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for ev in events:
