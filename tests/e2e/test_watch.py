@@ -333,7 +333,7 @@ def test_the_hook_never_fails_the_program_it_watches(tmp_path: Path) -> None:
     disk alike) are lost with one line, and the training runs to its end."""
     script = tmp_path / "train.py"
     script.write_text(
-        "from loaderprof import hook\nhook.install()\n"
+        "from loaderprof.inside import hook\nhook.install()\n"
         + HEADER
         + textwrap.dedent(
             """

@@ -443,7 +443,7 @@ def test_pull_request_gates_against_the_baseline(workspace: Path, pushed: Result
     ]
     assert report["gate_status"] == "fail"
     suite = ET.parse(out / "loaderprof.xml").getroot()
-    cases = [c for c in suite.iter("testcase") if c.get("classname") == "loaderprof.analysis.gates"]
+    cases = [c for c in suite.iter("testcase") if c.get("classname") == "loaderprof.gates"]
     assert len(cases) == 3 and suite.get("failures") == "1"
     md = (out / "loaderprof.md").read_text()
     assert "#### Gates: FAIL" in md
