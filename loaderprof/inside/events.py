@@ -13,7 +13,56 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
+
+
+class Ev:
+    """Every event kind, written once. Emitters pass these, parsers compare with them;
+    a unit test holds both sides to this list (the JSON lines carry the plain strings).
+    Each kind's fields are set where it is emitted, named after the kind."""
+
+    # The trial child (inside/trial.py), in the order a trial emits them.
+    CHILD_START: Final = "child_start"
+    IMPORTED: Final = "imported"  # ends the imports phase: torch, start method, accelerator
+    DATASET_BUILT: Final = "dataset_built"
+    SETUP_READ: Final = "setup_read"  # asks for the set-up memory reading (NOTE [sampled pauses])
+    LOADER_BUILDING: Final = "loader_building"  # opens the memory window (NOTE [memory window])
+    LOADER_BUILT: Final = "loader_built"
+    MAIN_STATE: Final = "main_state"  # the main process's Dataset fingerprint (also watch)
+    EPOCH_START: Final = "epoch_start"
+    FIRST_BATCH: Final = "first_batch"
+    VAL_START: Final = "val_start"  # NOTE [validation pass]
+    VAL_FIRST_BATCH: Final = "val_first_batch"
+    VAL_END: Final = "val_end"
+    EPOCH_END: Final = "epoch_end"
+    IDLE_START: Final = "idle_start"
+    IDLE_END: Final = "idle_end"
+    COLLECTING: Final = "collecting"  # loaderprof's own gc.collect() (NOTE [memory window])
+    COLLECTED: Final = "collected"
+    LOADER_CLOSING: Final = "loader_closing"
+    LOADER_CLOSED: Final = "loader_closed"
+    DATASET_ATTRIBUTES: Final = "dataset_attributes"
+    WORKER_PICKLED: Final = "worker_pickled"  # NOTE [start-up breakdown]
+    TRIAL_END: Final = "trial_end"
+    WARNING: Final = "warning"
+    ERROR: Final = "error"
+    # Each DataLoader worker (inside/probe.py).
+    WORKER_INIT: Final = "worker_init"
+    WORKER_READY: Final = "worker_ready"
+    WORKER_STATE: Final = "worker_state"  # a worker's Dataset fingerprint (also watch)
+    BATCH: Final = "batch"
+    WORKER_THREADS: Final = "worker_threads"  # NOTE [worker threads]
+    GETITEM_ERROR: Final = "getitem_error"
+    WORKER_EXIT: Final = "worker_exit"
+    # The user's own process under `watch` (inside/hook.py, NOTE [watch hook]).
+    LOADER_CREATED: Final = "loader_created"
+    ITER_START: Final = "iter_start"
+    ITER_FIRST_BATCH: Final = "iter_first_batch"
+    ITER_END: Final = "iter_end"
+
+
+KINDS: Final = frozenset(v for k, v in vars(Ev).items() if k.isupper())
 
 # Per-process cache of open descriptors: a forked worker inherits the parent's
 # cache, so it is keyed by pid as well.
@@ -29,6 +78,11 @@ def emit(path: str, ev: str, **fields: Any) -> None:
         _fds[key] = fd
     record = {"ev": ev, "t": time.monotonic_ns(), "pid": pid, **fields}
     os.write(fd, (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode())
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """Every whole event in the file (none when there is no file)."""
+    return EventReader(str(path)).read_new()
 
 
 class EventReader:

@@ -231,3 +231,13 @@ def unwrap(dataset: Any) -> Any:
     """The user's Dataset behind loaderprof's index probe."""
     inner = getattr(type(dataset), "__loaderprof_inner__", None)
     return getattr(dataset, inner) if inner else dataset
+
+
+def timed_fingerprint(dataset: Any) -> dict[str, Any]:
+    """A `main_state` / `worker_state` event's fields: the user's Dataset's fingerprint
+    and what taking it cost (seconds; inside the timed epoch where a worker takes it)."""
+    import time
+
+    start = time.perf_counter()
+    values, skipped = fingerprint(unwrap(dataset))
+    return {"values": values, "skipped": skipped, "took_s": round(time.perf_counter() - start, 6)}

@@ -36,6 +36,7 @@ import sys
 from typing import Any
 
 from loaderprof.inside import events
+from loaderprof.inside.events import Ev
 from loaderprof.inside.probe import WorkerInitProbe
 
 ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
@@ -81,14 +82,9 @@ _worker_dataset: Any = None
 
 def _state(path: str, ev: str, dataset: Any, **fields: Any) -> None:
     """The Dataset's fingerprint as this process sees it, as `compare` takes it."""
-    import time
+    from loaderprof.inside.fingerprint import timed_fingerprint
 
-    from loaderprof.inside.fingerprint import fingerprint, unwrap
-
-    start = time.perf_counter()
-    values, skipped = fingerprint(unwrap(dataset))
-    took = round(time.perf_counter() - start, 6)
-    _emit(path, ev, values=values, skipped=skipped, took_s=took, **fields)
+    _emit(path, ev, **timed_fingerprint(dataset), **fields)
 
 
 def _patch_fetcher(module: Any, path: str) -> None:
@@ -108,7 +104,7 @@ def _patch_fetcher(module: Any, path: str) -> None:
 
                     _state(
                         path,
-                        "worker_state",
+                        Ev.WORKER_STATE,
                         dataset,
                         loader=_worker_loader,
                         worker_id=probe._worker_id,
@@ -264,7 +260,7 @@ def _register(loader: Any, path: str) -> None:
     object.__setattr__(loader, "_lp_id", lid)
     _emit(
         path,
-        "loader_created",
+        Ev.LOADER_CREATED,
         loader=lid,
         site=_site(),
         rank=int(rank) if rank and rank.isdigit() else None,
@@ -309,10 +305,10 @@ def _patch_iter(cls: type, path: str) -> None:
             # Before the epoch's stamp, so the fingerprint's cost is not in its wall.
             try:
                 if self.num_workers > 0 and self.persistent_workers:
-                    _state(path, "main_state", self.dataset, loader=lid)
+                    _state(path, Ev.MAIN_STATE, self.dataset, loader=lid)
             except Exception as exc:
                 _warn_once(exc, "a Dataset state record was lost")
-            _emit(path, "iter_start", loader=lid)
+            _emit(path, Ev.ITER_START, loader=lid)
         try:
             it = original(self)
         finally:
@@ -353,7 +349,7 @@ def _patch_next(cls: type, path: str) -> None:
             batch = original(self)
         except StopIteration:
             if lid is not None and state.get("_lp_batches") is not None:
-                _emit(path, "iter_end", loader=lid, batches=state["_lp_batches"])
+                _emit(path, Ev.ITER_END, loader=lid, batches=state["_lp_batches"])
                 state["_lp_batches"] = None
             raise
         finally:
@@ -361,7 +357,7 @@ def _patch_next(cls: type, path: str) -> None:
         if lid is not None and state.get("_lp_batches") is not None:
             state["_lp_batches"] += 1
             if state["_lp_batches"] == 1:
-                _emit(path, "iter_first_batch", loader=lid)
+                _emit(path, Ev.ITER_FIRST_BATCH, loader=lid)
         return batch
 
     setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)

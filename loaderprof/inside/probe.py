@@ -16,6 +16,7 @@ from typing import Any
 
 from loaderprof.inside import events
 from loaderprof.inside.clock import process_start_ns
+from loaderprof.inside.events import Ev
 
 # The worker id of this process, set by the init probe (None outside workers).
 _worker_id: int | None = None
@@ -46,7 +47,7 @@ _init_ns: int | None = None
 def _on_exit(path: str, worker_id: int) -> None:
     # A finalizer's error would only print a traceback into the worker's last words.
     with contextlib.suppress(OSError):
-        events.emit(path, "worker_exit", worker_id=worker_id)
+        events.emit(path, Ev.WORKER_EXIT, worker_id=worker_id)
 
 
 def _started_unpickling() -> None:
@@ -99,7 +100,7 @@ class WorkerInitProbe:
         _thread_demand_base = _thread_demand()
         _init_ns = time_ns()
         self._emit(
-            "worker_init",
+            Ev.WORKER_INIT,
             worker_id=worker_id,
             held=_held(self.events_path),
             proc_start=process_start_ns(os.getpid()),
@@ -115,7 +116,7 @@ class WorkerInitProbe:
         util.Finalize(None, _on_exit, args=(self.events_path, worker_id), exitpriority=100)
         if self.user_fn is not None:
             self.user_fn(worker_id)
-        self._emit("worker_ready", worker_id=worker_id)
+        self._emit(Ev.WORKER_READY, worker_id=worker_id)
 
     def _emit(self, ev: str, **fields: Any) -> None:
         events.emit(self.events_path, ev, **fields)
@@ -146,21 +147,14 @@ def report_state(events_path: str, counter: Any, dataset: Any) -> None:
     if epoch == _state_epoch or epoch < 1:
         return
     _state_epoch = epoch
-    import time
+    from loaderprof.inside.fingerprint import timed_fingerprint
 
-    from loaderprof.inside.fingerprint import fingerprint, unwrap
-
-    start = time.perf_counter()
-    values, skipped = fingerprint(unwrap(dataset))
     events.emit(
         events_path,
-        "worker_state",
+        Ev.WORKER_STATE,
         worker_id=_worker_id,
         epoch=epoch,
-        values=values,
-        skipped=skipped,
-        # What the check cost this worker, inside the timed epoch.
-        took_s=round(time.perf_counter() - start, 6),
+        **timed_fingerprint(dataset),
     )
 
 
@@ -261,7 +255,7 @@ class CollateProbe:
         if self.digests:
             samples = data if self.auto_collation else [data]
             fields["d"] = [sample_digest(s) for s in samples]
-        events.emit(self.events_path, "batch", **fields)
+        events.emit(self.events_path, Ev.BATCH, **fields)
         global _batches_built
         _batches_built += 1
         if _worker_id is not None and _batches_built & (_batches_built - 1) == 0:
@@ -379,7 +373,7 @@ def report_threads(events_path: str) -> None:
 
     events.emit(
         events_path,
-        "worker_threads",
+        Ev.WORKER_THREADS,
         worker_id=_worker_id,
         threads=len(cpu),
         compute=1 + len(busy),
@@ -454,7 +448,7 @@ class IndexProbe:
         shown = repr(index)
         events.emit(
             self.events_path,
-            "getitem_error",
+            Ev.GETITEM_ERROR,
             worker_id=_worker_id,
             index=shown if len(shown) <= 200 else shown[:197] + "...",
             error=f"{type(exc).__name__}: {exc}",

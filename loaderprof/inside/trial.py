@@ -1,17 +1,16 @@
 """The trial child: one arm, N epochs, in a fresh interpreter.
 
-Run as `python -m loaderprof.inside.trial PLAN.json` by the parent. It builds the
-user's Dataset and a real DataLoader, runs the epochs, and reports only
-through events: no sampler runs in here, so the measured loop carries no
-observer thread. Exit status: 0 done, 2 the dataset or options are unusable,
-3 the run failed.
+Run as `python -m loaderprof.inside.trial SPEC.json` by the parent (see NOTE [trial
+spec]). It builds the user's Dataset and a real DataLoader (inside/loader.py), runs
+the epochs, and reports only through events: no sampler runs in here, so the
+measured loop carries no observer thread. Exit status: 0 done, 2 the dataset or
+options are unusable, 3 the run failed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import multiprocessing
 import os
 import re
@@ -23,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 from loaderprof.config.refs import ObjectRef, build_dataset, one_line
 from loaderprof.errors import ExitCode, UsageError
 from loaderprof.inside import events
-from loaderprof.inside.probe import CollateProbe, WorkerInitProbe, index_probe
+from loaderprof.inside.events import Ev
+from loaderprof.inside.loader import OrderRecorder, accelerator_available, recipe
+from loaderprof.inside.spec import TrialSpec
 
 if TYPE_CHECKING:
-    from loaderprof.config.run import LoaderOptions, RunConfig
+    from loaderprof.config.run import RunConfig
 
 # How long workers may outlive the loader: torch's own shutdown has by then given
 # each MP_STATUS_CHECK_INTERVAL (5 s) to join and sent SIGTERM to the rest, so a
@@ -38,49 +39,6 @@ _WORKER_DIED = re.compile(
     r"DataLoader worker \(pid\(?s?\)? ?([\d, ]+)\) "
     r"(?:is killed by signal: (.+?)\.|exited unexpectedly)"
 )
-
-
-class RecordingSampler:
-    """Yields its inner sampler's indices unchanged and digests their order."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.last_digest: str | None = None
-
-    def __len__(self) -> int:
-        return len(self.inner)
-
-    def __iter__(self) -> Any:
-        import hashlib
-
-        h = hashlib.blake2b(digest_size=8)
-        for index in self.inner:
-            h.update(str(int(index)).encode() + b",")
-            yield index
-        self.last_digest = h.hexdigest()
-
-
-class _Plan:
-    """What the parent asks for: where to write events, which arm, the run's config."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        # Imported here, after `child_start`: part of the imports phase.
-        from loaderprof.config.run import RunConfig
-
-        self.events_path: str = data["events_path"]
-        self.persistent: bool = data["persistent"]
-        self.pause_ack_path: str | None = data.get("pause_ack_path")
-        # `to_dict` stores the effective idle_ms, so `effective_idle_ms` is that value.
-        self.config: RunConfig = RunConfig.from_dict(data["config"])
-
-
-def _accelerator_available() -> bool:
-    import torch
-
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and hasattr(acc, "is_available"):
-        return bool(acc.is_available())
-    return bool(torch.cuda.is_available())
 
 
 def _classify_worker_error(exc: BaseException) -> dict[str, Any]:
@@ -127,16 +85,16 @@ def _seeded_torch(path: str, cfg: RunConfig) -> None:
 
     events.emit(
         path,
-        "imported",
+        Ev.IMPORTED,
         torch=torch.__version__,
         start_method=cfg.loader.mp_context or multiprocessing.get_start_method(),
-        accelerator=_accelerator_available(),
+        accelerator=accelerator_available(),
     )
     torch.manual_seed(cfg.seed)
 
 
-def _build_dataset(path: str, cfg: RunConfig) -> tuple[Any, bool]:
-    """The user's Dataset, and whether it is iterable-style."""
+def _build_dataset(path: str, cfg: RunConfig) -> Any:
+    """The user's Dataset."""
     from torch.utils.data import IterableDataset
 
     dataset = build_dataset(ObjectRef.parse(cfg.dataset, what="dataset"), cfg.dataset_args)
@@ -147,13 +105,13 @@ def _build_dataset(path: str, cfg: RunConfig) -> tuple[Any, bool]:
         length = None
     events.emit(
         path,
-        "dataset_built",
+        Ev.DATASET_BUILT,
         kind="iterable" if iterable else "map",
         length=length,
         type=f"{type(dataset).__module__}.{type(dataset).__qualname__}",
         **_shards(dataset),
     )
-    return dataset, iterable
+    return dataset
 
 
 # Where Datasets say how many shards they split into (HF datasets' IterableDataset:
@@ -170,27 +128,6 @@ def _shards(dataset: Any) -> dict[str, Any]:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return {"shards": value, "shards_attribute": attr}
     return {}
-
-
-def _user_functions(lo: LoaderOptions) -> tuple[Any, Any]:
-    """The collate_fn (the DataLoader's default when none is given) and worker_init_fn."""
-    from torch.utils.data._utils.collate import default_collate, default_convert
-
-    auto_collation = lo.batch_size is not None
-    user_collate = (
-        ObjectRef.parse(lo.collate_fn, what="--collate-fn").resolve()
-        if lo.collate_fn
-        else (default_collate if auto_collation else default_convert)
-    )
-    user_init = (
-        ObjectRef.parse(lo.worker_init_fn, what="--worker-init-fn").resolve()
-        if lo.worker_init_fn
-        else None
-    )
-    for name, fn in (("--collate-fn", user_collate), ("--worker-init-fn", user_init)):
-        if fn is not None and not callable(fn):
-            raise UsageError(f"{name} {getattr(lo, name[2:].replace('-', '_'))} is not callable")
-    return user_collate, user_init
 
 
 def _epoch_hook(cfg: RunConfig) -> Any:
@@ -220,7 +157,7 @@ class EpochProtocol:
         path: str,
         cfg: RunConfig,
         dataset: Any,
-        recorder: RecordingSampler | None,
+        recorder: OrderRecorder | None,
         counter: Any,
     ) -> None:
         self.path, self.cfg, self.dataset = path, cfg, dataset
@@ -239,7 +176,7 @@ class EpochProtocol:
             except Exception as exc:
                 events.emit(
                     self.path,
-                    "error",
+                    Ev.ERROR,
                     category="run",
                     kind="epoch_hook",
                     epoch=epoch,
@@ -250,14 +187,9 @@ class EpochProtocol:
                 raise SystemExit(ExitCode.RUN_FAILED) from None
         if self.counter is None:  # --no-state-checks
             return
-        from loaderprof.inside.fingerprint import fingerprint
+        from loaderprof.inside.fingerprint import timed_fingerprint
 
-        start = time.perf_counter()
-        values, skipped = fingerprint(self.dataset)
-        took_s = round(time.perf_counter() - start, 6)
-        events.emit(
-            self.path, "main_state", epoch=epoch, values=values, skipped=skipped, took_s=took_s
-        )
+        events.emit(self.path, Ev.MAIN_STATE, epoch=epoch, **timed_fingerprint(self.dataset))
         self.counter.value = epoch
 
 
@@ -268,189 +200,6 @@ def _epoch_counter(cfg: RunConfig) -> Any:
     if not cfg.state_checks:
         return None
     return multiprocessing.get_context(cfg.loader.mp_context).RawValue("i", 0)
-
-
-def _pin_memory(path: str, lo: LoaderOptions) -> bool:
-    if lo.pin_memory and not _accelerator_available():
-        events.emit(
-            path,
-            "warning",
-            message="--pin-memory asked for, but no accelerator is available: "
-            "running with pin_memory=False",
-        )
-        return False
-    return lo.pin_memory
-
-
-def _recording_sampler(dataset: Any, cfg: RunConfig, generator: Any) -> RecordingSampler:
-    """The sampler DataLoader would build itself, wrapped to record the order."""
-    from torch.utils.data import RandomSampler, SequentialSampler
-
-    lo = cfg.loader
-    base: Any
-    if cfg.world_size > 1:
-        from torch.utils.data.distributed import DistributedSampler
-
-        base = DistributedSampler(
-            dataset,
-            num_replicas=cfg.world_size,
-            rank=cfg.rank,
-            shuffle=bool(lo.shuffle),
-            seed=cfg.seed,
-            drop_last=lo.drop_last,
-        )
-    else:
-        base = (
-            RandomSampler(dataset, generator=generator)
-            if lo.shuffle
-            else SequentialSampler(dataset)
-        )
-    return RecordingSampler(base)
-
-
-def _loader_kwargs(
-    path: str, cfg: RunConfig, dataset: Any, iterable: bool, *, persistent: bool, counter: Any
-) -> tuple[dict[str, Any], RecordingSampler | None]:
-    """The DataLoader's keyword arguments (probes wrapped around the user's
-    functions), and the sampler that records the order (map-style datasets)."""
-    import torch
-
-    lo = cfg.loader
-    user_collate, user_init = _user_functions(lo)
-    pin_memory = _pin_memory(path, lo)
-    generator = torch.Generator()
-    generator.manual_seed(cfg.seed)
-    kwargs: dict[str, Any] = {
-        "batch_size": lo.batch_size,
-        "num_workers": lo.num_workers,
-        "collate_fn": CollateProbe(
-            path,
-            user_collate,
-            lo.batch_size is not None,
-            digests=cfg.digests,
-            epoch_counter=counter if iterable else None,
-        ),
-        "worker_init_fn": WorkerInitProbe(path, user_init),
-        "pin_memory": pin_memory,
-        "drop_last": lo.drop_last,
-        "timeout": lo.timeout,
-        "persistent_workers": persistent,
-        "generator": generator,
-    }
-    recorder: RecordingSampler | None = None
-    if iterable:
-        if lo.shuffle is not None:
-            kwargs["shuffle"] = lo.shuffle  # torch rejects it with a clear message
-    else:
-        recorder = _recording_sampler(dataset, cfg, generator)
-        kwargs["sampler"] = recorder
-    kwargs.update(_optional_kwargs(lo))
-    return kwargs, recorder
-
-
-def _optional_kwargs(lo: LoaderOptions) -> dict[str, Any]:
-    """The options passed only when given (torch's defaults otherwise)."""
-    out: dict[str, Any] = {}
-    if lo.prefetch_factor is not None:
-        out["prefetch_factor"] = lo.prefetch_factor
-    if lo.mp_context is not None:
-        out["multiprocessing_context"] = lo.mp_context
-    if lo.in_order is not None:
-        _check_in_order(lo)
-        out["in_order"] = lo.in_order
-    return out
-
-
-def _check_in_order(lo: LoaderOptions) -> None:
-    """`in_order` came with torch 2.6: on an older torch say so in one line (torch's own
-    TypeError would blame an unexpected keyword)."""
-    import inspect
-
-    import torch
-    from torch.utils.data import DataLoader
-
-    if "in_order" not in inspect.signature(DataLoader.__init__).parameters:
-        flag = "--in-order" if lo.in_order else "--no-in-order"
-        raise UsageError(
-            f"{flag} needs torch ≥ 2.6 (DataLoader's in_order); this is torch {torch.__version__}"
-        )
-
-
-def _loader_class(lo: LoaderOptions) -> Any:
-    """torch's DataLoader, or the --loader class, which must derive from it (the
-    probes and the shutdown rely on its iterator's workers)."""
-    from torch.utils.data import DataLoader
-
-    if lo.loader_class is None:
-        return DataLoader
-    obj = ObjectRef.parse(lo.loader_class, what="--loader").resolve()
-    if not (isinstance(obj, type) and issubclass(obj, DataLoader)):
-        raise UsageError(
-            f"--loader {lo.loader_class} is not a DataLoader class: expected a subclass of "
-            f"torch.utils.data.DataLoader, got {type(obj).__name__} {obj!r:.60}"
-        )
-    return obj
-
-
-def _val_loader(path: str, cfg: RunConfig, *, persistent: bool) -> Any:
-    """NOTE [validation pass]: the validation Dataset's loader, built like the train
-    loader (same class, start method, prefetch, pinning, functions) with its own batch
-    size and workers, in order and unshuffled; None without --val. It is built before
-    the train loader, so the memory window's set-up baseline holds both Datasets."""
-    lo = cfg.val_loader
-    if lo is None or cfg.val is None:
-        return None
-    import torch
-
-    dataset = build_dataset(ObjectRef.parse(cfg.val, what="--val"), cfg.val_args, "--val-arg")
-    from torch.utils.data import IterableDataset
-
-    iterable = isinstance(dataset, IterableDataset)
-    user_collate, user_init = _user_functions(lo)
-    generator = torch.Generator()
-    generator.manual_seed(cfg.seed + 1)
-    kwargs: dict[str, Any] = {
-        "batch_size": lo.batch_size,
-        "num_workers": lo.num_workers,
-        "collate_fn": CollateProbe(path, user_collate, lo.batch_size is not None),
-        "worker_init_fn": WorkerInitProbe(path, user_init, loader="val"),
-        "pin_memory": _pin_memory(path, lo),
-        "timeout": lo.timeout,
-        "persistent_workers": persistent,
-        "generator": generator,
-    }
-    kwargs.update(_optional_kwargs(lo))
-    served = dataset if iterable else index_probe(dataset, path)
-    cls = _loader_class(lo)
-    try:
-        return cls(served, **kwargs, **lo.loader_args)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(
-            f"{cls.__name__} rejected the validation loader's options: {one_line(exc)}"
-        ) from exc
-
-
-def _build_loader(
-    path: str, lo: LoaderOptions, dataset: Any, iterable: bool, kwargs: dict[str, Any], counter: Any
-) -> Any:
-    cls = _loader_class(lo)
-    # NOTE [memory window]: every memory figure covers the loader's life, from
-    # here to `loader_closed`; what the process holds now is the set-up baseline.
-    events.emit(path, "loader_building")
-    try:
-        # Map-style datasets are wrapped so a failing __getitem__ names its index.
-        served = dataset if iterable else index_probe(dataset, path, counter)
-        loader = cls(served, **kwargs, **lo.loader_args)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"{cls.__name__} rejected the options: {one_line(exc)}") from exc
-    except Exception as exc:
-        # A --loader class's own constructor failing is bad input too, said in one line.
-        raise UsageError(
-            f"building the loader failed: {cls.__name__}(...) raised {one_line(exc)}",
-            detail=traceback.format_exc(),
-        ) from exc
-    events.emit(path, "loader_built", full_batches=_full_batches(loader))
-    return loader
 
 
 def _full_batches(loader: Any) -> int | None:
@@ -465,7 +214,7 @@ def _run_epochs(
     path: str,
     cfg: RunConfig,
     loader: Any,
-    recorder: RecordingSampler | None,
+    recorder: OrderRecorder | None,
     protocol: EpochProtocol,
     pause_ack_path: str | None = None,
     seen: dict[int, Any] | None = None,
@@ -480,21 +229,21 @@ def _run_epochs(
     for epoch in range(1, cfg.epochs + 1):
         # Untimed, as in training: the epoch's clock starts at iter(loader).
         protocol.before(loader, epoch)
-        events.emit(path, "epoch_start", epoch=epoch)
+        events.emit(path, Ev.EPOCH_START, epoch=epoch)
         it = None
         it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
         if val_loader is not None:
             # NOTE [validation pass]: inside the epoch, so its time counts in the epoch's
             # wall as it does in training; `val_start` splits the two passes.
-            events.emit(path, "val_start", epoch=epoch)
+            events.emit(path, Ev.VAL_START, epoch=epoch)
             _, val_batches, _ = _run_epoch(
-                path, val_loader, epoch, step_s, None, seen, first_event="val_first_batch"
+                path, val_loader, epoch, step_s, None, seen, first_event=Ev.VAL_FIRST_BATCH
             )
-            events.emit(path, "val_end", epoch=epoch, batches=val_batches)
+            events.emit(path, Ev.VAL_END, epoch=epoch, batches=val_batches)
         events.emit(
             path,
-            "epoch_end",
+            Ev.EPOCH_END,
             epoch=epoch,
             batches=batches,
             last_batch=last,
@@ -502,10 +251,10 @@ def _run_epochs(
             order=recorder.last_digest if recorder is not None and not cut else None,
         )
         if idle_s:
-            events.emit(path, "idle_start", epoch=epoch)
+            events.emit(path, Ev.IDLE_START, epoch=epoch)
             time.sleep(idle_s)
             _wait_until_sampled(pause_ack_path, epoch)
-            events.emit(path, "idle_end", epoch=epoch)
+            events.emit(path, Ev.IDLE_END, epoch=epoch)
     return it
 
 
@@ -537,7 +286,7 @@ def _run_epoch(
     step_s: float,
     max_batches: int | None,
     seen: dict[int, Any] | None = None,
-    first_event: str = "first_batch",
+    first_event: str = Ev.FIRST_BATCH,
 ) -> tuple[Any, int, int | None]:
     """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
     iterator, the batch count and when the last batch arrived. A failure is reported
@@ -563,7 +312,7 @@ def _run_epoch(
         workers = getattr(it, "_workers", None) or []
         info["exitcodes"] = {str(w.pid): w.exitcode for w in workers if w.exitcode}
         events.emit(
-            path, "error", category="run", epoch=epoch, detail=traceback.format_exc(), **info
+            path, Ev.ERROR, category="run", epoch=epoch, detail=traceback.format_exc(), **info
         )
         raise SystemExit(ExitCode.RUN_FAILED) from None
     if seen is not None:
@@ -572,9 +321,9 @@ def _run_epoch(
         # A cut epoch ends as a finished one does: its workers are joined inside it
         # (a persistent loader keeps them, and resumes them at the next iter()).
         del it
-        events.emit(path, "collecting")
+        events.emit(path, Ev.COLLECTING)
         gc.collect()
-        events.emit(path, "collected")
+        events.emit(path, Ev.COLLECTED)
         it = None
     return it, batches, last
 
@@ -609,7 +358,7 @@ def _measure_worker_pickles(path: str) -> None:
         _PickleMeter.largest = max(_PickleMeter.largest, size)
         events.emit(
             path,
-            "worker_pickled",
+            Ev.WORKER_PICKLED,
             worker_id=wid,
             bytes=size,
             seconds=round(time.perf_counter() - start, 6),
@@ -635,35 +384,51 @@ def _size_attributes(path: str, dataset: Any) -> None:
         except Exception:
             continue
     top = dict(sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
-    events.emit(path, "dataset_attributes", sizes=top)
+    events.emit(path, Ev.DATASET_ATTRIBUTES, sizes=top)
 
 
-def run(plan: _Plan) -> None:
-    path, cfg = plan.events_path, plan.config
+def _val_dataset(cfg: RunConfig) -> Any:
+    """The --val Dataset (see NOTE [validation pass]), or None."""
+    if cfg.val_loader is None or cfg.val is None:
+        return None
+    return build_dataset(ObjectRef.parse(cfg.val, what="--val"), cfg.val_args, "--val-arg")
+
+
+def run(spec: TrialSpec) -> None:
+    path, cfg = spec.events_path, spec.run_config()
     _seeded_torch(path, cfg)
     spawned = (cfg.loader.mp_context or multiprocessing.get_start_method()) != "fork"
     if spawned:
         _measure_worker_pickles(path)
-    dataset, iterable = _build_dataset(path, cfg)
+    dataset = _build_dataset(path, cfg)
     counter = _epoch_counter(cfg)
-    kwargs, recorder = _loader_kwargs(
-        path, cfg, dataset, iterable, persistent=plan.persistent, counter=counter
-    )
-    protocol = EpochProtocol(path, cfg, dataset, recorder, counter)
-    val_loader = _val_loader(path, cfg, persistent=plan.persistent)
+    train = recipe(path, cfg, dataset, val=False, persistent=spec.persistent, counter=counter)
+    protocol = EpochProtocol(path, cfg, dataset, train.recorder, counter)
+    # Built before the train loader, so the set-up baseline holds both Datasets.
+    val_dataset = _val_dataset(cfg)
+    val_loader = None
+    if val_dataset is not None:
+        val = recipe(path, cfg, val_dataset, val=True, persistent=spec.persistent, counter=None)
+        val_loader = val.build(path)
     # NOTE [sampled pauses]: the set-up baseline is waited for like a pause (as
     # "epoch 0"): on a busy machine the last walk before the loader may otherwise
     # date from before the Dataset was built, or the imports ran.
-    if plan.pause_ack_path is not None:
-        events.emit(path, "setup_read")
-        _wait_until_sampled(plan.pause_ack_path, 0)
-    loader = _build_loader(path, cfg.loader, dataset, iterable, kwargs, counter)
+    if spec.pause_ack_path is not None:
+        events.emit(path, Ev.SETUP_READ)
+        _wait_until_sampled(spec.pause_ack_path, 0)
+    # NOTE [memory window]: every memory figure covers the loader's life, from
+    # here to `loader_closed`; what the process holds now is the set-up baseline.
+    events.emit(path, Ev.LOADER_BUILDING)
+    loader = train.build(path)
+    events.emit(path, Ev.LOADER_BUILT, full_batches=_full_batches(loader))
     # The loader's own worker processes, of every epoch (a non-persistent epoch's
     # workers may outlive its iterator too); a Dataset may own others (a Manager, a
     # Pool) that are not the loader's and that this does not wait for.
     seen: dict[int, Any] = {}
-    it = _run_epochs(path, cfg, loader, recorder, protocol, plan.pause_ack_path, seen, val_loader)
-    events.emit(path, "loader_closing")
+    it = _run_epochs(
+        path, cfg, loader, train.recorder, protocol, spec.pause_ack_path, seen, val_loader
+    )
+    events.emit(path, Ev.LOADER_CLOSING)
     val_live = getattr(val_loader, "_iterator", None)
     seen.update((w.pid, w) for w in getattr(val_live, "_workers", None) or [])
     # `is None`, not `or`: an iterator's truth value calls its len(), which an
@@ -680,11 +445,11 @@ def run(plan: _Plan) -> None:
     del it, loader, live, val_loader, val_live
     if any(w.is_alive() for w in workers):
         # NOTE [memory window]: readings taken during it are left out.
-        events.emit(path, "collecting")
+        events.emit(path, Ev.COLLECTING)
         gc.collect()
-        events.emit(path, "collected")
+        events.emit(path, Ev.COLLECTED)
     alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
-    events.emit(path, "loader_closed", workers_alive=alive)
+    events.emit(path, Ev.LOADER_CLOSED, workers_alive=alive)
     if spawned and _PickleMeter.largest >= _ATTRIBUTES_FROM_BYTES:
         _size_attributes(path, dataset)
 
@@ -699,16 +464,15 @@ def _wait_for_workers(workers: list[Any], timeout_s: float) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    with open(args[0], encoding="utf-8") as f:
-        data = json.load(f)
-    events_path: str = data["events_path"]
-    events.emit(events_path, "child_start")
+    spec = TrialSpec.read(args[0])
+    events_path = spec.events_path
+    events.emit(events_path, Ev.CHILD_START)
     try:
-        run(_Plan(data))
+        run(spec)
     except UsageError as exc:
         events.emit(
             events_path,
-            "error",
+            Ev.ERROR,
             category="usage",
             kind="usage",
             message=exc.message,
@@ -720,14 +484,14 @@ def main(argv: list[str] | None = None) -> None:
     except BaseException as exc:
         events.emit(
             events_path,
-            "error",
+            Ev.ERROR,
             category="run",
             kind="internal",
             message=one_line(exc),
             detail=traceback.format_exc(),
         )
         _exit_now(ExitCode.RUN_FAILED)
-    events.emit(events_path, "trial_end")
+    events.emit(events_path, Ev.TRIAL_END)
     # NOTE [no teardown]: the loader is closed and every event is written, so
     # end here. Interpreter teardown (module finalizers, atexit handlers, the
     # allocator returning memory) is not part of the user's training and would

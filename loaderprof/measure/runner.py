@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import signal
 import statistics
@@ -29,6 +28,7 @@ from loaderprof.config.refs import ObjectRef
 from loaderprof.config.run import RunConfig
 from loaderprof.inside import procfs
 from loaderprof.inside.events import EventReader
+from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
@@ -135,7 +135,7 @@ def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
     tag = f"{prefix}{plan.index:02d}-{plan.arm}"
     return {
         k: workdir / f"{tag}.{k}"
-        for k in ("events.jsonl", "plan.json", "stdout.log", "stderr.log", "paused")
+        for k in ("events.jsonl", SPEC_SUFFIX, "stdout.log", "stderr.log", "paused")
     }
 
 
@@ -157,10 +157,10 @@ def _start(
     """Start the trial: forked by the template (NOTE [template]), or a fresh
     interpreter that leads its own session."""
     if template is not None:
-        return template.fork(files["plan.json"], files["stdout.log"], files["stderr.log"], env, cwd)
+        return template.fork(files[SPEC_SUFFIX], files["stdout.log"], files["stderr.log"], env, cwd)
     with open(files["stdout.log"], "wb") as out, open(files["stderr.log"], "wb") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "loaderprof.inside.trial", str(files["plan.json"])],
+            [sys.executable, "-m", "loaderprof.inside.trial", str(files[SPEC_SUFFIX])],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
@@ -184,19 +184,12 @@ def run_trial(
         # NOTE [timing and memory trials]: the pause after each epoch is where idle
         # memory is sampled; a timing trial samples nothing, so it needs none.
         cfg = dataclasses.replace(cfg, idle_ms=0.0)
-    files["plan.json"].write_text(
-        json.dumps(
-            {
-                "events_path": str(events_path),
-                "persistent": plan.persistent,
-                # NOTE [sampled pauses]
-                "pause_ack_path": str(files["paused"])
-                if plan.deep and cfg.sample_interval_ms > 0
-                else None,
-                "config": cfg.to_dict(),
-            }
-        )
-    )
+    TrialSpec(
+        events_path=str(events_path),
+        persistent=plan.persistent,
+        pause_ack_path=str(files["paused"]) if plan.deep and cfg.sample_interval_ms > 0 else None,
+        config=cfg.to_dict(),
+    ).write(files[SPEC_SUFFIX])
     cwd = os.getcwd()
     env = dict(os.environ)
     env["PYTHONPATH"] = child_pythonpath(cfg, cwd)

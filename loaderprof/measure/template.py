@@ -23,10 +23,11 @@ a fresh interpreter holds 1/(m+1), so the main alone leans high: by 1.0 %, and
 1.4 % beside a process that imported torch, as measured (README, "A warm
 template"). `--fresh-interpreter` keeps the old way.
 
-Protocol (one JSON object per line): the parent writes a request on the
-template's stdin; the template replies {"pid": P} once the child leads its own
-session, then {"exit": P, "code": C} when it has reaped it, with C as
-subprocess reports it (negative: killed by that signal).
+Protocol (one JSON object per line): the parent writes a request
+(`inside.spec.ForkRequest`) on the template's stdin; the template replies
+{"pid": P} once the child leads its own session, then {"exit": P, "code": C}
+when it has reaped it, with C as subprocess reports it (negative: killed by that
+signal).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
+
+from loaderprof.inside.spec import ForkRequest
 
 
 class TemplateError(RuntimeError):
@@ -97,10 +100,10 @@ class Template:
         return self._proc.pid
 
     def fork(
-        self, plan_path: Path, stdout: Path, stderr: Path, env: Mapping[str, str], cwd: str
+        self, spec_path: Path, stdout: Path, stderr: Path, env: Mapping[str, str], cwd: str
     ) -> ForkedTrial:
-        request = {
-            "plan": str(plan_path),
+        request: ForkRequest = {
+            "spec": str(spec_path),
             "stdout": str(stdout),
             "stderr": str(stderr),
             "env": dict(env),
@@ -195,7 +198,7 @@ def _warm_up() -> None:
     import loaderprof.inside.trial  # noqa: F401
 
 
-def _child(request: Mapping[str, Any], ready_w: int) -> None:
+def _child(request: ForkRequest, ready_w: int) -> None:
     """In the forked child: become the trial's own session, then run it. Never returns."""
     try:
         os.setsid()
@@ -218,7 +221,7 @@ def _child(request: Mapping[str, Any], ready_w: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         from loaderprof.inside import trial
 
-        trial.main([request["plan"]])
+        trial.main([request["spec"]])
     finally:
         os._exit(70)
 

@@ -41,14 +41,14 @@ def test_in_order_on_a_torch_without_it_is_a_usage_error(monkeypatch: pytest.Mon
     # Only an older torch lacks the argument; stand one in for the check.
     import torch.utils.data
 
-    from loaderprof.inside import trial
+    from loaderprof.inside import loader
 
     class OldLoader:
         def __init__(self, dataset: object, batch_size: int = 1) -> None: ...
 
     monkeypatch.setattr(torch.utils.data, "DataLoader", OldLoader)
     with pytest.raises(UsageError, match=r"--no-in-order needs torch ≥ 2.6"):
-        trial._check_in_order(LoaderOptions(in_order=False))
+        loader.check_in_order(LoaderOptions(in_order=False))
 
 
 # Assembled from synthetic events: the start-up breakdown, threads and shutdown.
