@@ -12,9 +12,26 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.events import Ev
+from loaderprof.measure.memory import (
+    ByKind,
+    deep_ticks,
+    held_during_val,
+    idle_windows,
+    in_window,
+    memory_window,
+    own_collections,
+    peak,
+    per_process,
+    setup_sample,
+    shm_base,
+    shutdown_peak,
+    window_memory,
+    worker_states,
+)
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import (
     BatchSpan,
@@ -27,7 +44,6 @@ from loaderprof.model.results import (
     TrialResult,
     WallParts,
     WorkerResult,
-    WorkerState,
 )
 
 NS = 1e9
@@ -53,20 +69,20 @@ def assemble_trial(
         by_kind[ev["ev"]].append(ev)
     clock = _Clock(t0_ns, by_kind)
     setup = Setup(
-        clock.rel(clock.first("imported")),
-        clock.rel(clock.first("dataset_built")),
-        clock.rel(clock.first("loader_built")),
+        clock.rel(clock.first(Ev.IMPORTED)),
+        clock.rel(clock.first(Ev.DATASET_BUILT)),
+        clock.rel(clock.first(Ev.LOADER_BUILT)),
     )
     windows = _Windows(by_kind)
     epochs = _epochs(windows, by_kind, t0_ns)
-    lo, hi = _memory_window(by_kind, t_end_ns)
-    own = _own_collections(by_kind, t_end_ns)
-    inside = _in_window(samples, lo, hi, own)
+    lo, hi = memory_window(by_kind, t_end_ns)
+    own = own_collections(by_kind, t_end_ns)
+    inside = in_window(samples, lo, hi, own)
     kept = {(s.tick, s.pid) for s in inside}
-    summable = {g[0].tick: len(g) for g in _deep_ticks(samples)}
-    per_pid = _per_process(samples)
-    inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
-    workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
+    summable = {g[0].tick: len(g) for g in deep_ticks(samples)}
+    per_pid = per_process(samples)
+    inits = {ev["pid"]: ev for ev in by_kind[Ev.WORKER_INIT]}
+    workers = _workers(inits, windows, by_kind, per_process(inside), gone_ns or {}, clock)
     worker_pids = set(inits)
     memory = _trial_memory(inside, samples, by_kind, main_pid, inits, clock, (lo, hi), t_end_ns)
     timeline = tuple(
@@ -83,7 +99,7 @@ def assemble_trial(
         )
         for pid, series in sorted(per_pid.items())
     )
-    complete = error is None and "trial_end" in by_kind and returncode == 0
+    complete = error is None and Ev.TRIAL_END in by_kind and returncode == 0
     return TrialResult(
         arm=arm,
         index=index,
@@ -96,10 +112,10 @@ def assemble_trial(
         memory=memory,
         timeline=timeline,
         main_pid=main_pid,
-        warnings=tuple(str(ev.get("message", "")) for ev in by_kind["warning"]),
+        warnings=tuple(str(ev.get("message", "")) for ev in by_kind[Ev.WARNING]),
         error=error,
         shm_size_bytes=shm_size,
-        shm_base_used_bytes=_shm_base(shm_used, windows.closed),
+        shm_base_used_bytes=shm_base(shm_used, windows.closed),
         shm_peak_used_bytes=max((u for _, u in shm_used), default=None),
         batches=tuple(
             BatchSpan(
@@ -108,14 +124,14 @@ def assemble_trial(
                 end_s=round((b["t"] - t0_ns) / NS, 6),
                 samples=int(b.get("n", 0)),
             )
-            for b in by_kind["batch"]
+            for b in by_kind[Ev.BATCH]
         ),
         wall_parts=_wall_parts(clock, epochs, by_kind, t_end_ns),
         dataset_states=_dataset_states(by_kind),
-        full_batches=next((ev.get("full_batches") for ev in by_kind["loader_built"]), None),
-        dataset_attribute_bytes=next((ev["sizes"] for ev in by_kind["dataset_attributes"]), {}),
+        full_batches=next((ev.get("full_batches") for ev in by_kind[Ev.LOADER_BUILT]), None),
+        dataset_attribute_bytes=next((ev["sizes"] for ev in by_kind[Ev.DATASET_ATTRIBUTES]), {}),
         workers_alive_at_close=next(
-            (ev.get("workers_alive") for ev in by_kind["loader_closed"]), None
+            (ev.get("workers_alive") for ev in by_kind[Ev.LOADER_CLOSED]), None
         ),
     )
 
@@ -123,7 +139,7 @@ def assemble_trial(
 def _trial_memory(
     inside: Sequence[Sample],
     samples: Sequence[Sample],
-    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    by_kind: ByKind,
     main_pid: int,
     inits: Mapping[int, Mapping[str, Any]],
     clock: _Clock,
@@ -134,49 +150,29 @@ def _trial_memory(
     shutdown peak and (NOTE [validation pass]) what the train pool holds meanwhile."""
     lo, hi = window
     train = {pid for pid, ev in inits.items() if ev.get("loader", "train") == "train"}
-    memory = _memory(inside, main_pid, set(inits), _idle_windows(by_kind))
+    memory = window_memory(inside, main_pid, set(inits), idle_windows(by_kind))
     memory = dataclasses.replace(
         memory,
         window_start_s=clock.rel(lo),
         window_end_s=clock.rel(hi) if lo is not None else None,
-        shutdown_peak_total_pss_bytes=_shutdown_peak(samples, by_kind, t_end_ns),
-        val_train_pool_uss_bytes=_held_during_val(inside, train, by_kind),
+        shutdown_peak_total_pss_bytes=shutdown_peak(samples, by_kind, t_end_ns),
+        val_train_pool_uss_bytes=held_during_val(inside, train, by_kind),
     )
-    setup_sample = _setup_sample(
-        _per_process(samples).get(main_pid, []), clock.first("setup_read"), lo
-    )
-    if setup_sample is not None:
+    baseline = setup_sample(per_process(samples).get(main_pid, []), clock.first(Ev.SETUP_READ), lo)
+    if baseline is not None:
         memory = dataclasses.replace(
             memory,
-            setup_main_rss_bytes=setup_sample.rss,
-            setup_main_uss_bytes=setup_sample.uss,
-            setup_main_pss_bytes=setup_sample.pss,
+            setup_main_rss_bytes=baseline.rss,
+            setup_main_uss_bytes=baseline.uss,
+            setup_main_pss_bytes=baseline.pss,
         )
     return memory
-
-
-def _held_during_val(
-    inside: Sequence[Sample], train: set[int], by_kind: Mapping[str, list[Mapping[str, Any]]]
-) -> int | None:
-    """USS the train loader's workers hold while the validation pass runs: the peak
-    of each pass's whole walks, the median over epochs (0 where the pool is gone)."""
-    ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("val_end", [])}
-    deep = _deep_ticks(inside)
-    held: list[int] = []
-    for ev in by_kind.get("val_start", []):
-        if ev["epoch"] not in ends:
-            continue
-        walks = [g for g in deep if _in_pause(g, ev["t"], ends[ev["epoch"]])]
-        sums = [sum(s.uss or 0 for s in g if s.pid in train) for g in walks]
-        if sums:
-            held.append(max(sums))
-    return int(statistics.median(held)) if held else None
 
 
 class _Clock:
     """Event stamps as seconds from the trial start."""
 
-    def __init__(self, t0_ns: int, by_kind: Mapping[str, list[Mapping[str, Any]]]) -> None:
+    def __init__(self, t0_ns: int, by_kind: ByKind) -> None:
         self.t0_ns = t0_ns
         self._by_kind = by_kind
 
@@ -196,9 +192,9 @@ class _Windows:
     """Epoch windows [epoch_start, epoch_end] on the shared clock; an epoch without
     an end (a failure) is open and is not a measured epoch."""
 
-    def __init__(self, by_kind: Mapping[str, list[Mapping[str, Any]]]) -> None:
-        starts = {ev["epoch"]: ev["t"] for ev in by_kind["epoch_start"]}
-        self.ends = {ev["epoch"]: ev for ev in by_kind["epoch_end"]}
+    def __init__(self, by_kind: ByKind) -> None:
+        starts = {ev["epoch"]: ev["t"] for ev in by_kind[Ev.EPOCH_START]}
+        self.ends = {ev["epoch"]: ev for ev in by_kind[Ev.EPOCH_END]}
         self.closed = [(e, starts[e], self.ends[e]["t"]) for e in sorted(self.ends) if e in starts]
         self.open = [(e, starts[e]) for e in sorted(starts) if e not in self.ends]
 
@@ -212,20 +208,18 @@ class _Windows:
         return None
 
 
-def _epochs(
-    windows: _Windows, by_kind: Mapping[str, list[Mapping[str, Any]]], t0_ns: int
-) -> tuple[EpochResult, ...]:
-    first_batches = {ev["epoch"]: ev["t"] for ev in by_kind["first_batch"]}
+def _epochs(windows: _Windows, by_kind: ByKind, t0_ns: int) -> tuple[EpochResult, ...]:
+    first_batches = {ev["epoch"]: ev["t"] for ev in by_kind[Ev.FIRST_BATCH]}
     # NOTE [validation pass]: an epoch's figures are the train loader's; the
     # validation pass adds only its own time, first batch and batches.
-    val_pids = {ev["pid"] for ev in by_kind["worker_init"] if ev.get("loader") == "val"}
+    val_pids = {ev["pid"] for ev in by_kind[Ev.WORKER_INIT] if ev.get("loader") == "val"}
     batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in by_kind["batch"]:
+    for ev in by_kind[Ev.BATCH]:
         e = windows.epoch_of(ev["t"])
         if e is not None and ev["pid"] not in val_pids:
             batches_by_epoch[e].append(ev)
     new_by_epoch: dict[int, list[int]] = defaultdict(list)
-    for ev in by_kind["worker_init"]:
+    for ev in by_kind[Ev.WORKER_INIT]:
         e = windows.epoch_of(ev["t"])
         if e is not None and ev["pid"] not in val_pids:
             new_by_epoch[e].append(ev["pid"])
@@ -259,14 +253,14 @@ def _epochs(
     return tuple(epochs)
 
 
-def _val_pass(by_kind: Mapping[str, list[Mapping[str, Any]]], epoch: int) -> dict[str, Any]:
+def _val_pass(by_kind: ByKind, epoch: int) -> dict[str, Any]:
     """The epoch's validation pass (NOTE [validation pass]): its wall, first-batch
     wait and batches; nothing without --val."""
 
     def at(kind: str) -> Mapping[str, Any] | None:
         return next((ev for ev in by_kind.get(kind, []) if ev.get("epoch") == epoch), None)
 
-    start, end, first = at("val_start"), at("val_end"), at("val_first_batch")
+    start, end, first = at(Ev.VAL_START), at(Ev.VAL_END), at(Ev.VAL_FIRST_BATCH)
     if start is None or end is None:
         return {}
     return {
@@ -283,25 +277,25 @@ def _since(t: int | None, start: int) -> float | None:
 def _workers(
     inits: Mapping[int, Mapping[str, Any]],
     windows: _Windows,
-    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    by_kind: ByKind,
     per_pid: Mapping[int, list[Sample]],
     gone: Mapping[int, int],
     clock: _Clock,
 ) -> tuple[WorkerResult, ...]:
     """One row per worker process; its memory from the samples inside the window."""
     batches_by_pid: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in by_kind["batch"]:
+    for ev in by_kind[Ev.BATCH]:
         batches_by_pid[ev["pid"]].append(ev)
-    readies = {ev["pid"]: ev["t"] for ev in by_kind["worker_ready"]}
+    readies = {ev["pid"]: ev["t"] for ev in by_kind[Ev.WORKER_READY]}
     threads: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in by_kind["worker_threads"]:
+    for ev in by_kind[Ev.WORKER_THREADS]:
         threads[ev["pid"]].append(ev)
     # Each worker id's pickles in the order its processes were started.
     pickles: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
-    for ev in by_kind["worker_pickled"]:
+    for ev in by_kind[Ev.WORKER_PICKLED]:
         pickles[ev.get("worker_id")].append(ev)
-    exits = {ev["pid"]: ev["t"] for ev in by_kind["worker_exit"]}
-    idle_windows = _idle_windows(by_kind)
+    exits = {ev["pid"]: ev["t"] for ev in by_kind[Ev.WORKER_EXIT]}
+    pauses = idle_windows(by_kind)
     workers = []
     for pid, ev in sorted(inits.items(), key=lambda kv: (kv[1]["t"], kv[1]["worker_id"])):
         bevs = batches_by_pid.get(pid, [])
@@ -325,10 +319,10 @@ def _workers(
                 batches=len(bevs),
                 samples=sum(int(b.get("n", 0)) for b in bevs),
                 peak_rss_bytes=max((s.rss for s in series), default=None),
-                peak_uss_bytes=_peak(s.uss for s in series),
-                peak_pss_bytes=_peak(s.pss for s in series),
+                peak_uss_bytes=peak(s.uss for s in series),
+                peak_pss_bytes=peak(s.pss for s in series),
                 uss_samples=sum(1 for s in series if s.uss is not None),
-                states=_states(series, idle_windows, clock.t0_ns),
+                states=worker_states(series, pauses, clock.t0_ns),
                 first_batch_uss_bytes=_first_after(
                     series, min((b["t"] for b in bevs), default=None)
                 ),
@@ -387,10 +381,10 @@ def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:
     return round(statistics.median(spans), 6) if spans else None
 
 
-def _dataset_states(by_kind: Mapping[str, list[Mapping[str, Any]]]) -> tuple[DatasetState, ...]:
+def _dataset_states(by_kind: ByKind) -> tuple[DatasetState, ...]:
     return tuple(
         DatasetState.from_event(ev, int(ev["epoch"]))
-        for kind in ("main_state", "worker_state")
+        for kind in (Ev.MAIN_STATE, Ev.WORKER_STATE)
         for ev in by_kind.get(kind, [])
     )
 
@@ -401,132 +395,25 @@ def _first_after(series: Sequence[Sample], t_ns: int | None) -> int | None:
     return next((s.uss for s in series if s.uss is not None and s.t_ns >= t_ns), None)
 
 
-def _memory_window(
-    by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
-) -> tuple[int | None, int]:
-    """NOTE [memory window]: from the loader's construction until it is dropped after
-    the last epoch. What follows, its workers shutting down, is each worker's own
-    interpreter teardown (decrefs that copy inherited pages, finalizers): a
-    persistent pool pays it once, when training is over, so it has a figure of its
-    own (`shutdown_peak_total_pss_bytes`), while a non-persistent pool's workers
-    exit inside every epoch, and that stays in the window. A trial that failed ends
-    its window at the error (what follows is the trial process unwinding); one
-    stopped from outside (a timeout, an interrupt, a crash) at the moment the
-    parent stopped it."""
-
-    def first(kind: str) -> int | None:
-        evs = by_kind.get(kind)
-        return evs[0]["t"] if evs else None
-
-    start = first("loader_building") or first("loader_built") or first("epoch_start")
-    end = first("loader_closing") or first("loader_closed") or first("error") or t_end_ns
-    return start, end
-
-
-def _own_collections(
-    by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
-) -> list[tuple[int, int]]:
-    """NOTE [memory window]: the spans of loaderprof's own garbage collections in the
-    trial's main process (one at shutdown, when a reference cycle keeps the loader's
-    iterator alive). A full collection writes to every object the main process
-    holds: each page it copies leaves the original to the workers forked from it,
-    whose USS then jumps by the parent's whole heap (130 MiB after importing torch).
-    That is loaderprof's doing, not the loader's, so no reading taken during one
-    counts. A collection with no end (the trial was stopped in it) runs to the end."""
-    ends = sorted(ev["t"] for ev in by_kind.get("collected", []))
-    spans = []
-    for ev in by_kind.get("collecting", []):
-        end = next((t for t in ends if t >= ev["t"]), t_end_ns)
-        spans.append((ev["t"], end))
-    return spans
-
-
-def _overlaps(s: Sample, spans: Sequence[tuple[int, int]]) -> bool:
-    done = s.read_ns or s.t_ns
-    return any(s.t_ns <= hi and done >= lo for lo, hi in spans)
-
-
-def _in_window(
-    samples: Sequence[Sample], lo: int | None, hi: int, own: Sequence[tuple[int, int]]
-) -> list[Sample]:
-    """The samples read wholly inside the memory window and outside loaderprof's own
-    collections. A walk with some of its readings left out is no longer a sum over
-    the tree: the readings it keeps count for each process's own figures, marked so
-    that they are never summed."""
-    if lo is None:
-        return []
-
-    def counts(s: Sample) -> bool:
-        return lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi and not _overlaps(s, own)
-
-    groups: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        groups[s.tick].append(s)
-    cut = {tick for tick, g in groups.items() if not all(counts(s) for s in g)}
-    return [
-        dataclasses.replace(s, whole=False) if s.tick in cut else s for s in samples if counts(s)
-    ]
-
-
-def _setup_sample(
-    main: Sequence[Sample], asked: int | None, window_start: int | None
-) -> Sample | None:
-    """The main process just before the loader was built: its last deep sample begun
-    after the trial asked for it (NOTE [sampled pauses]). A trial that did not ask
-    (a timing trial) has none: its last walk may date from before its imports."""
-    if asked is None or window_start is None:
-        return None
-    # Read wholly before the loader was built: the trial waits for one such walk. A
-    # forked trial's PSS includes its template's share, read just after it; a reading
-    # that ran past the loader's first workers would find that share split with them.
-    before = [
-        s
-        for s in main
-        if s.uss is not None
-        and s.t_ns >= asked
-        and s.read_ns is not None
-        and s.read_ns < window_start
-    ]
-    return before[-1] if before else None
-
-
-def _shutdown_peak(
-    samples: Sequence[Sample], by_kind: Mapping[str, list[Mapping[str, Any]]], t_end_ns: int
-) -> int | None:
-    """The peak PSS total while the loader shut its workers down after the last epoch
-    (outside the memory window: NOTE [memory window]), up to the trial's end when the
-    shutdown never finished."""
-    closing = by_kind.get("loader_closing")
-    if not closing:
-        return None
-    lo = closing[0]["t"]
-    ends = [evs[0]["t"] for kind in ("loader_closed", "error") if (evs := by_kind.get(kind))]
-    hi = min(ends, default=t_end_ns)
-    ticks = _deep_ticks(s for s in samples if lo <= s.t_ns <= hi)
-    if any(s.pss is None for g in ticks for s in g):
-        return None
-    return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)
-
-
 def _wall_parts(
     clock: _Clock,
     epochs: Sequence[EpochResult],
-    by_kind: Mapping[str, list[Mapping[str, Any]]],
+    by_kind: ByKind,
     t_end_ns: int,
 ) -> WallParts:
-    pauses = sum((ends - start) / NS for start, ends, _ in _idle_windows(by_kind) if ends >= start)
+    pauses = sum((ends - start) / NS for start, ends, _ in idle_windows(by_kind) if ends >= start)
     # A memory trial's wait for its set-up reading (NOTE [sampled pauses]) is a
     # pause for the sampler, not the user's set-up: the loader is built right after.
-    waited = clock.between("setup_read", "loader_building") or 0.0
-    setup = clock.between("imported", "loader_built")
-    closed = clock.first("loader_closed")
+    waited = clock.between(Ev.SETUP_READ, Ev.LOADER_BUILDING) or 0.0
+    setup = clock.between(Ev.IMPORTED, Ev.LOADER_BUILT)
+    closed = clock.first(Ev.LOADER_CLOSED)
     parts = WallParts(
-        interpreter_s=clock.rel(clock.first("child_start")),
-        imports_s=clock.between("child_start", "imported"),
+        interpreter_s=clock.rel(clock.first(Ev.CHILD_START)),
+        imports_s=clock.between(Ev.CHILD_START, Ev.IMPORTED),
         setup_s=None if setup is None else setup - waited,
         epochs_s=sum(e.wall_s for e in epochs),
         pauses_s=pauses + waited,
-        shutdown_s=clock.between("loader_closing", "loader_closed"),
+        shutdown_s=clock.between(Ev.LOADER_CLOSING, Ev.LOADER_CLOSED),
         exit_s=None if closed is None else (t_end_ns - closed) / NS,
         other_s=None,
     )
@@ -540,29 +427,6 @@ def _wall_parts(
     wall = (t_end_ns - clock.t0_ns) / NS
     other = wall - sum(known) - parts.epochs_s - parts.pauses_s - (parts.exit_s or 0.0)
     return dataclasses.replace(parts, other_s=max(other, 0.0))
-
-
-def _peak(values: Iterable[int | None]) -> int | None:
-    return max((v for v in values if v is not None), default=None)
-
-
-def _per_process(samples: Iterable[Sample]) -> dict[int, list[Sample]]:
-    out: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        out[s.pid].append(s)
-    return out
-
-
-def _idle_windows(
-    by_kind: Mapping[str, list[Mapping[str, Any]]],
-) -> list[tuple[int, int, int]]:
-    """(start, end, epoch) of each pause after an epoch."""
-    ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("idle_end", [])}
-    return [
-        (ev["t"], ends[ev["epoch"]], ev["epoch"])
-        for ev in by_kind.get("idle_start", [])
-        if ev["epoch"] in ends
-    ]
 
 
 def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -581,120 +445,3 @@ def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "duplicate_samples": sum(c - 1 for c in counts.values() if c > 1),
         "max_sample_repeats": max(counts.values()),
     }
-
-
-def _in_pause(samples: Iterable[Sample], lo: int, hi: int) -> bool:
-    """Read wholly inside the pause [lo, hi]: begun after its start, over before its
-    end (a tick that runs into the next epoch reads that epoch's state)."""
-    return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in samples)
-
-
-def _states(
-    series: Sequence[Sample], idle_windows: Sequence[tuple[int, int, int]], t0_ns: int
-) -> tuple[WorkerState, ...]:
-    """The first sample with handles, then the last one read in each pause after an
-    epoch."""
-    held = [s for s in series if s.handles is not None]
-    if not held:
-        return ()
-    picked: list[tuple[int, Sample]] = [(0, held[0])]
-    for lo, hi, epoch in idle_windows:
-        inside = [s for s in held if _in_pause((s,), lo, hi)]
-        if inside:
-            picked.append((epoch, inside[-1]))
-    out = []
-    for epoch, s in picked:
-        h = s.handles
-        assert h is not None
-        out.append(
-            WorkerState(
-                epoch, (s.t_ns - t0_ns) / NS, s.uss, s.rss, h.files, h.inet, h.threads, h.children
-            )
-        )
-    return tuple(out)
-
-
-def _shm_base(
-    shm_used: Sequence[tuple[int, int]], windows: Sequence[tuple[int, int, int]]
-) -> int | None:
-    if not shm_used:
-        return None
-    first_epoch = windows[0][1] if windows else None
-    before = [u for t, u in shm_used if first_epoch is None or t < first_epoch]
-    return before[-1] if before else shm_used[0][1]
-
-
-def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
-    """Walks that read USS/PSS of every process while the tree held still: only
-    those can be summed."""
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
-
-
-def _memory(
-    samples: Sequence[Sample],
-    main_pid: int,
-    worker_pids: set[int],
-    idle_windows: Sequence[tuple[int, int, int]],
-) -> TrialMemory:
-    """Figures from the samples inside the memory window."""
-    if not samples:
-        return TrialMemory(None, None, None, None, None, None, None, None, 0, 0)
-    per_pid = _per_process(samples)
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    deep = _deep_ticks(samples)
-
-    def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int | None:
-        # None when a process's figure was not measured (psutil without PSS): a
-        # missing figure is not 0 B.
-        values = [getattr(s, attr) for s in group if only is None or s.pid in only]
-        return None if any(v is None for v in values) else sum(values)
-
-    def peak(values: Iterable[int | None]) -> int | None:
-        return _peak(values) if all(v is not None for v in values) else None
-
-    worker_peaks = [
-        p
-        for p in (_peak(s.uss for s in per_pid.get(pid, [])) for pid in worker_pids)
-        if p is not None
-    ]
-    idle_uss: list[int] = []
-    idle_pss: list[int] = []
-    for lo, hi, _ in idle_windows:
-        in_window = [g for g in deep if _in_pause(g, lo, hi)]
-        if not in_window:
-            continue
-        uss = peak([total(g, "uss", worker_pids) for g in in_window])
-        pss = peak([total(g, "pss", worker_pids) for g in in_window])
-        if uss is not None:
-            idle_uss.append(uss)
-        if pss is not None:
-            idle_pss.append(pss)
-    main = per_pid.get(main_pid, [])
-    return TrialMemory(
-        peak_total_pss_bytes=peak([total(g, "pss") for g in deep]),
-        peak_workers_uss_bytes=peak([total(g, "uss", worker_pids) for g in deep]),
-        peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
-        idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
-        idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,
-        peak_main_uss_bytes=_peak(s.uss for s in main),
-        peak_main_pss_bytes=_peak(s.pss for s in main),
-        peak_main_rss_bytes=max((s.rss for s in main), default=None),
-        samples=len(ticks),
-        deep_samples=len(deep),
-        # Counted in the ticker's readings only: each is one pass over the tree within
-        # a few ms, where a walk may run long enough to see one pool exit and the next
-        # one start (a validation pool after a non-persistent train pool).
-        peak_worker_processes=max(
-            (
-                sum(1 for s in g if s.pid in worker_pids)
-                for g in ticks.values()
-                if all(s.uss is None for s in g)
-            ),
-            default=None,
-        ),
-    )

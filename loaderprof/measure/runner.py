@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from loaderprof.config.refs import ObjectRef
 from loaderprof.config.run import RunConfig
 from loaderprof.inside import procfs
-from loaderprof.inside.events import EventReader
+from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
@@ -264,11 +264,11 @@ def _steer(sampler: TreeSampler, ev: Mapping[str, Any], cfg: RunConfig) -> None:
     stopping two ticks before the pause ends so that no sample overlaps the next
     epoch's start."""
     kind = ev["ev"]
-    if kind in ("loader_building", "epoch_start"):
+    if kind in (Ev.LOADER_BUILDING, Ev.EPOCH_START):
         sampler.hold()
-    elif kind == "epoch_end":
+    elif kind == Ev.EPOCH_END:
         sampler.release(cfg.effective_idle_ms / 1000 - 2 * sampler.interval_s)
-    elif kind in ("loader_closed", "error"):
+    elif kind in (Ev.LOADER_CLOSED, Ev.ERROR):
         sampler.release(None)
 
 
@@ -292,19 +292,19 @@ def _follow(
             if sampler is not None and not plan.deep:
                 _steer(sampler, ev, cfg)
             elif sampler is not None:
-                if ev["ev"] == "epoch_start":
+                if ev["ev"] == Ev.EPOCH_START:
                     epoch = ev["epoch"]
                     sampler.epoch_started()
-                elif ev["ev"] in ("epoch_end", "error"):
+                elif ev["ev"] in (Ev.EPOCH_END, Ev.ERROR):
                     sampler.epoch_ended()
-                elif ev["ev"] == "batch" and epoch == 1 and ev["pid"] not in delivered:
+                elif ev["ev"] == Ev.BATCH and epoch == 1 and ev["pid"] not in delivered:
                     # Epoch 1 only, where both arms start their workers: a deep
                     # sample in later epochs would slow only the non-persistent arm.
                     delivered.add(ev["pid"])
                     sampler.request_deep()
-                elif ev["ev"] == "idle_start" and pauses is not None:
+                elif ev["ev"] == Ev.IDLE_START and pauses is not None:
                     pauses.began(ev["epoch"], ev["t"])
-                elif ev["ev"] == "setup_read" and pauses is not None:
+                elif ev["ev"] == Ev.SETUP_READ and pauses is not None:
                     pauses.began(0, ev["t"])
             if on_event is not None:
                 on_event(ev)
@@ -446,8 +446,8 @@ def _trial_error(
 ) -> TrialError | None:
     if interrupted is not None:
         return TrialError("interrupted", "interrupted", "stopped by an interrupt")
-    last_epoch = max((ev["epoch"] for ev in events if ev["ev"] == "epoch_start"), default=None)
-    worker_of = {ev["pid"]: ev["worker_id"] for ev in events if ev["ev"] == "worker_init"}
+    last_epoch = max((ev["epoch"] for ev in events if ev["ev"] == Ev.EPOCH_START), default=None)
+    worker_of = {ev["pid"]: ev["worker_id"] for ev in events if ev["ev"] == Ev.WORKER_INIT}
     if timed_out:
         stalled = _stalled_worker(events, worker_of, t_timeout_ns)
         return TrialError(
@@ -460,14 +460,14 @@ def _trial_error(
             worker_id=stalled[0] if stalled else None,
         )
     for ev in events:
-        if ev["ev"] == "error":
+        if ev["ev"] == Ev.ERROR:
             message = ev.get("message", "unknown error")
             kind = ev.get("kind", "error")
             if kind == "worker_exception":
                 failed = [
                     e
                     for e in events
-                    if e["ev"] == "getitem_error" and e.get("worker_id") == ev.get("worker_id")
+                    if e["ev"] == Ev.GETITEM_ERROR and e.get("worker_id") == ev.get("worker_id")
                 ]
                 if failed:
                     message += f" at index {failed[-1]['index']}"
@@ -481,7 +481,7 @@ def _trial_error(
                 worker_id=ev.get("worker_id"),
                 detail=ev.get("detail"),
             )
-    if returncode == 0 and any(ev["ev"] == "trial_end" for ev in events):
+    if returncode == 0 and any(ev["ev"] == Ev.TRIAL_END for ev in events):
         return None
     if returncode is not None and returncode < 0:
         how = f"was killed by {signal.Signals(-returncode).name}"
@@ -501,14 +501,14 @@ def _stalled_worker(
     events: Sequence[Mapping[str, Any]], worker_of: Mapping[int, int], now_ns: int | None
 ) -> tuple[int, str] | None:
     """The worker of the last epoch whose last batch is oldest: the one the loader waits on."""
-    starts = [ev["t"] for ev in events if ev["ev"] == "epoch_start"]
+    starts = [ev["t"] for ev in events if ev["ev"] == Ev.EPOCH_START]
     if not starts or not worker_of:
         return None
     epoch_start = starts[-1]
-    exited = {ev["pid"] for ev in events if ev["ev"] == "worker_exit"}
+    exited = {ev["pid"] for ev in events if ev["ev"] == Ev.WORKER_EXIT}
     last: dict[int, int] = {pid: epoch_start for pid in worker_of if pid not in exited}
     for ev in events:
-        if ev["ev"] == "batch" and ev["pid"] in last and ev["t"] >= epoch_start:
+        if ev["ev"] == Ev.BATCH and ev["pid"] in last and ev["t"] >= epoch_start:
             last[ev["pid"]] = max(last[ev["pid"]], ev["t"])
     if not last:
         return None
@@ -516,7 +516,7 @@ def _stalled_worker(
     end = now_ns if now_ns is not None else max(ev["t"] for ev in events)
     idle = (end - last[pid]) / 1e9
     produced = any(
-        ev["ev"] == "batch" and ev["pid"] == pid and ev["t"] >= epoch_start for ev in events
+        ev["ev"] == Ev.BATCH and ev["pid"] == pid and ev["t"] >= epoch_start for ev in events
     )
     if produced:
         text = f"produced no batch in its last {idle:.1f} s"
