@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderprof.analysis.comparison import steady_walls
+from loaderprof.analysis.summary import steady_walls
 from loaderprof.comparing.session import run_compare
 from loaderprof.config.run import build_config
 from loaderprof.model.results import Report

@@ -143,15 +143,13 @@ def run_schedule(
     settled: StopRule | None = None,
 ) -> ScheduleOutcome:
     """compare's plan: both arms, trials interleaved; the first failure ends it. An
-    adaptive plan (not under torchrun, whose ranks run one plan together) runs up to
-    --max-trials and stops at the first look where `settled` holds."""
-    adaptive = cfg.adaptive and sync is None and settled is not None
-    total = cfg.max_trials if adaptive else cfg.fixed_trials
-    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
+    adaptive plan (`cfg.adaptive`) runs up to --max-trials and stops at the first look
+    where `settled` holds; without `settled` it runs them all."""
+    plans = trial_order(cfg.planned_trials, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
     return run_trials(
         (Scheduled(cfg, plan) for plan in plans),
         runner=runner,
         on_progress=on_progress,
         sync=sync,
-        stop=looks_stop(cfg, settled) if adaptive and settled is not None else None,
+        stop=looks_stop(cfg, settled) if cfg.adaptive and settled is not None else None,
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from loaderprof.analysis import comparison as analysis
+from loaderprof.analysis.summary import summarize_arm
 from loaderprof.comparing.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
@@ -309,7 +309,7 @@ def _sweep_report(
             mp_context=p.mp_context,
             persistent=p.persistent,
             trials=tuple(t for t in outcome.trials if t.arm == p.label),
-            summary=analysis.summarize_arm([t for t in outcome.trials if t.arm == p.label]),
+            summary=summarize_arm([t for t in outcome.trials if t.arm == p.label]),
             error=errors.get(p.label),
         )
         for p in points
