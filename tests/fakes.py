@@ -21,9 +21,9 @@ from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialPlan
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import TrialError, TrialResult
+from loaderprof.model.units import MiB
 
 S = 1_000_000_000
-MiB = 1024 * 1024
 
 
 @dataclass

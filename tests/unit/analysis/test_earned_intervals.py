@@ -57,9 +57,9 @@ def test_an_interval_wider_than_10x_either_way_is_no_finding() -> None:
     assert "at the line" not in text and "sits within" not in text
     # The interval's endpoints are not printed: they would read as a finding.
     assert f"{r.ci_high:.3g}" not in text and "more than 10× either way" in text
-    from loaderprof.report.rows import fmt_ratio
+    from loaderprof.report.rows import fmt_ratio_interval
 
-    assert fmt_ratio(r).endswith("(too wide)")
+    assert fmt_ratio_interval(r).endswith("(too wide)")
 
 
 @pytest.mark.parametrize("seed", range(40))
