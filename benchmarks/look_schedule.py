@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from loaderprof.analysis.comparison import settled
 from loaderprof.analysis.stats import arm_spread, log_ratio_test, look_points, spent_confidences
+from loaderprof.analysis.verdict import settled
 from loaderprof.config.run import RunConfig
 
 MIN_GAIN = RunConfig.min_gain  # the default --min-gain

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from loaderprof.analysis.comparison import steady_walls
+from loaderprof.analysis.summary import steady_walls
 from loaderprof.comparing.session import run_compare
 from loaderprof.config.run import build_config
 from loaderprof.model.results import Report
@@ -129,7 +129,7 @@ def paired_ratio(a: list[float], b: list[float], seed: int) -> dict[str, float]:
     }
 
 
-def fmt_ratio(r: Any) -> str:
+def fmt_boot_interval(r: Any) -> str:
     return "–" if r is None else f"{r['value']:.3f} [{r['ci_low']:.3f}–{r['ci_high']:.3f}]"
 
 
@@ -216,7 +216,7 @@ def main() -> None:
     for arm in on:
         s = paired_ratio(on[arm], off[arm], seed=1)
         p = paired_ratio(off[arm], raw[arm], seed=2)
-        print(f"{arm:<16}{fmt_ratio(s):>28}{fmt_ratio(p):>30}")
+        print(f"{arm:<16}{fmt_boot_interval(s):>28}{fmt_boot_interval(p):>30}")
         results["arms"][arm] = {
             "sampling_ratio": s,
             "probe_ratio": p,

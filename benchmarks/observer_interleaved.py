@@ -45,7 +45,7 @@ from observer_effect import add_workload_args, workload
 
 from loaderprof.comparing.scheduler import Scheduled, run_trials
 from loaderprof.config.run import build_config
-from loaderprof.measure.runner import TrialPlan
+from loaderprof.measure.runner import TrialSpec
 
 ARMS = (("persistent", True), ("non_persistent", False))
 
@@ -76,7 +76,7 @@ class EpochCpu:
         self.wall_s: dict[int, float] = defaultdict(float)
         self._open: tuple[dict[int, int], int] | None = None
 
-    def __call__(self, plan: TrialPlan, ev: Mapping[str, Any] | None) -> None:
+    def __call__(self, plan: TrialSpec, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
             return
         if ev["ev"] == "epoch_start":
@@ -114,7 +114,7 @@ def main() -> None:
             order = ("on", "off") if i % 2 == 0 else ("off", "on")
             for label in order:
                 labels.append((arm, label))
-                plan = TrialPlan(arm, persistent, len(labels), role="timing")
+                plan = TrialSpec(arm, persistent, len(labels), role="timing")
                 items.append(Scheduled(cfgs[label], plan))
     cpu = EpochCpu()
     outcome = run_trials(items, on_progress=cpu)
@@ -126,8 +126,8 @@ def main() -> None:
     used = {arm: {"on": [0.0, 0.0], "off": [0.0, 0.0]} for arm, _ in ARMS}
     for (arm, label), t, item in zip(labels, trials, items, strict=True):
         medians[arm][label].append(statistics.median(e.wall_s for e in t.epochs[1:]))
-        used[arm][label][0] += cpu.cpu_s[item.plan.index]
-        used[arm][label][1] += cpu.wall_s[item.plan.index]
+        used[arm][label][0] += cpu.cpu_s[item.spec.index]
+        used[arm][label][1] += cpu.wall_s[item.spec.index]
     result: dict[str, Any] = {"config": vars(a) | {"out": str(a.out)}, "arms": {}}
     for arm, _ in ARMS:
         ratios = [x / y for x, y in zip(medians[arm]["on"], medians[arm]["off"], strict=True)]

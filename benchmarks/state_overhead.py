@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from loaderprof.analysis.comparison import bootstrap_ratio
+from loaderprof.analysis.stats import bootstrap_ratio
 from loaderprof.comparing.session import run_compare
 from loaderprof.config.run import build_config
 from loaderprof.model.results import Report

@@ -130,17 +130,17 @@ def execute(
         return Execution(report, report)
     # Each barrier waits at most for the slowest rank's trial.
     dist.init(timeout_s=prep.cfg.trial_timeout_s + 300)
-    cfg = dataclasses.replace(prep.cfg, rank=ctx.rank, world_size=ctx.world_size)
+    cfg = dist.for_rank(prep.cfg, ctx)
     local = run_compare(
         cfg,
         runner=runner,
         on_progress=on_progress if ctx.rank == 0 else None,
         sync=dist.barrier,
     )
-    return Execution(_gather(local, ctx, cfg.memory_budget_bytes), local, ctx.rank, True)
+    return Execution(_gather(local, ctx, cfg), local, ctx.rank, True)
 
 
-def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
+def _gather(report: Report, ctx: Any, cfg: RunConfig) -> Report | None:
     """Every rank's report to rank 0, which gets its own with the per-node summary."""
     from loaderprof.comparing import ranks as dist
     from loaderprof.model.results import from_dict, to_dict
@@ -151,7 +151,7 @@ def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
     reports = [(rank, host, from_dict(Report, data)) for rank, host, data in gathered]
     summary = dist.summarize(reports)
     merged = dist.mark_failed_ranks(dataclasses.replace(report, distributed=summary), summary)
-    return dist.adjust_verdict(merged, summary, budget)
+    return dist.adjust_verdict(merged, summary, cfg)
 
 
 def release(done: Execution) -> bool:

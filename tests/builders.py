@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from loaderprof.model.results import EpochResult, Setup, TrialMemory, TrialResult
+from loaderprof.model.units import MiB
 
-MiB = 1024 * 1024
+__all__ = ["MiB", "make_pair", "make_trial"]
 
 
 def make_trial(

@@ -18,12 +18,12 @@ from typing import Any
 
 from loaderprof.config.run import RunConfig
 from loaderprof.measure.assemble import assemble_trial
-from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialPlan
+from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialSpec
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import TrialError, TrialResult
+from loaderprof.model.units import MiB
 
 S = 1_000_000_000
-MiB = 1024 * 1024
 
 
 @dataclass
@@ -40,13 +40,13 @@ class FakeRunner:
     # A walk cut short in the middle of epoch 1, having read the main process only:
     # its readings count for the main's own figures and may never be summed.
     cut_walk: bool = False
-    calls: list[tuple[RunConfig, TrialPlan]] = field(default_factory=list)
+    calls: list[tuple[RunConfig, TrialSpec]] = field(default_factory=list)
     _pids: Any = field(default_factory=lambda: itertools.count(1000))
 
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialPlan,
+        plan: TrialSpec,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,
@@ -84,7 +84,7 @@ class FakeRunner:
         return result
 
     def _trial(
-        self, cfg: RunConfig, plan: TrialPlan, rng: random.Random
+        self, cfg: RunConfig, plan: TrialSpec, rng: random.Random
     ) -> tuple[list[Mapping[str, Any]], list[Sample], int]:
         t = int(2.0 * S)
         events: list[Mapping[str, Any]] = [

@@ -11,7 +11,10 @@ from loaderprof.model.results import Report
 
 
 @dataclass(frozen=True)
-class Projection:
+class NodeMemoryEstimate:
+    """A training node's host memory, estimated from one measured rank (`loaderprof
+    plan`); not `model.results.Projection`, which projects cut epochs to full ones."""
+
     arm: str
     ranks: int
     num_workers: int
@@ -36,7 +39,7 @@ def project(
     num_workers: int,
     arm: str = "persistent",
     environment: Mapping[str, Any] | None = None,
-) -> Projection:
+) -> NodeMemoryEstimate:
     """node = ranks × (measured PSS total of one rank + (W − W_measured) × peak worker USS).
 
     PSS sums to the true total of a process tree: the measured tree (main process
@@ -73,6 +76,6 @@ def project(
         "epochs too",
         "the Dataset copy per worker stays the same size with more workers",
     )
-    return Projection(
+    return NodeMemoryEstimate(
         arm, ranks, num_workers, measured, uss, base, per_rank, node, limit, source, assumptions
     )

@@ -314,6 +314,25 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
+Direction = Literal["saving", "loss"]
+
+
+def significant_direction(
+    ratio: Ratio | None, p: float | None, alpha: float = ALPHA
+) -> Direction | None:
+    """The one test of a significant difference in a persistent ÷ non-persistent ratio:
+    its interval lies on one side of 1 and the test's p is below alpha (the two agree:
+    one statistic gives both, NOTE [spread of an arm]). "saving": significantly below
+    1; "loss": significantly above 1; None: neither, or no interval (read once)."""
+    if ratio is None or p is None or not ratio.has_interval or not p < alpha:
+        return None
+    if ratio.ci_high < 1.0:
+        return "saving"
+    if ratio.ci_low > 1.0:
+        return "loss"
+    return None
+
+
 # The adaptive plan's first look, the extra look one trial pair after it, and how
 # many trials per arm each later look adds (one A B B A block). NOTE [sequential looks].
 FIRST_LOOK = 2

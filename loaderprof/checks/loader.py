@@ -14,9 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from loaderprof.model.results import ARM_LABEL, Finding, Report, TrialResult, WorkerResult
-from loaderprof.model.units import fmt_bytes
-
-MiB = 1024 * 1024
+from loaderprof.model.units import MiB, fmt_bytes
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.

@@ -45,7 +45,6 @@ from loaderprof.model.results import (
 )
 from loaderprof.model.units import fmt_bytes
 
-MiB = 1024 * 1024
 NEAR_LIMIT = 0.8
 
 

@@ -17,12 +17,11 @@ Pure functions of a Report, like `loaderprof.checks.registry`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loaderprof.model.results import ARM_LABEL, DatasetState, Finding, Report, Verdict
+from loaderprof.model.results import DatasetState, Finding, Report
 
 STALE_FIX = (
     "keep per-epoch state where the workers see it: in shared memory (a tensor after "
@@ -212,93 +211,10 @@ def _short(value: str) -> str:
     return value if len(value) <= SHOWN else value[: SHOWN - 1] + "…"
 
 
+# The findings that say persistence changes what the model sees: the verdict weighs
+# them first (NOTE [the verdict is a promise], in loaderprof.analysis.verdict).
 CORRECTNESS = ("stale-worker-state", "repeated-randomness")
 
 
 def check_state(report: Report) -> list[Finding]:
     return check_stale_worker_state(report) + check_repeated_randomness(report)
-
-
-def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | None:
-    """The verdict with what persistence does to the data the model sees.
-
-    NOTE [the verdict is a promise]: a saving never outweighs training on other
-    data than intended. Stale state in the persistent arm turns ENABLE into
-    "enable only after the fix, naming the attribute", and anything else into
-    KEEP_OFF. Repeated randomness is a bug with or without persistence: the
-    verdict names it and depends on it, but it does not decide between the arms.
-    """
-    relevant = [f for f in findings if f.id in CORRECTNESS]
-    if verdict is None:
-        return verdict
-    verdict = _mention_persistent_warnings(verdict, findings)
-    if not relevant:
-        return verdict
-    reasons = [_reason(f) for f in relevant]
-    depends = tuple(dict.fromkeys((*verdict.depends_on, *(f.id for f in relevant))))
-    stale = next(
-        (f for f in relevant if f.id == "stale-worker-state" and f.arm == "persistent"), None
-    )
-    if stale is None:
-        return dataclasses.replace(
-            verdict, reasons=(*verdict.reasons, *reasons), depends_on=depends
-        )
-    attr, epoch = stale.evidence["attribute"], stale.evidence["epoch"]
-    if verdict.recommendation == "enable":
-        headline = (
-            f"Enable persistent_workers only after fixing `{attr}`: persistent workers never "
-            f"see it change (from epoch {epoch}), so the model would train on other data. "
-            + _upper_first(verdict.headline.removeprefix("Enable persistent_workers: "))
-        )
-        return Verdict("enable", headline, (*reasons, *verdict.reasons), depends, verdict.decided)
-    headline = (
-        f"Keep persistent_workers off: with it, workers never see `{attr}` change "
-        f"(from epoch {epoch}), so the model would train on other data."
-    )
-    return Verdict("keep_off", headline, (*reasons, *verdict.reasons), depends)
-
-
-def findings_the_verdict_must_mention(findings: Sequence[Finding]) -> list[tuple[str, str]]:
-    """(id, one sentence) for each warning about the persistent arm other than stale
-    state (which `weigh` words itself): a verdict that recommends persistence beside it
-    must say what persistence carries with it (a leak, memory that keeps growing)."""
-    return [
-        (f.id, f"warning ({ARM_LABEL.get(f.arm or '', f.arm)} arm): {f.title} [{f.id}]")
-        for f in findings
-        if f.severity in ("warning", "error") and f.arm == "persistent" and f.id not in CORRECTNESS
-    ]
-
-
-def _mention_persistent_warnings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
-    """The verdict's reasons name each persistent-arm warning, and it depends on it."""
-    mention = findings_the_verdict_must_mention(findings)
-    if not mention:
-        return verdict
-    return dataclasses.replace(
-        verdict,
-        reasons=(*verdict.reasons, *(text for _, text in mention)),
-        depends_on=tuple(dict.fromkeys((*verdict.depends_on, *(fid for fid, _ in mention)))),
-    )
-
-
-def _upper_first(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
-def _reason(f: Finding) -> str:
-    e = f.evidence
-    seen = (
-        f"; persistence changes what the model sees from epoch {e['content_differs_from_epoch']}"
-        if "content_differs_from_epoch" in e
-        else ""
-    )
-    if f.id == "stale-worker-state":
-        return (
-            f"stale worker state ({f.arm} arm): the main process set `{e['attribute']}` to "
-            f"{e['main_value']} at epoch {e['epoch']}, workers {e['workers']} kept "
-            f"{e['worker_value']}{seen}"
-        )
-    if e.get("attribute") is None:
-        # Told by the content digests alone (NOTE [random draws]).
-        return f"repeated randomness: {f.title}"
-    return f"repeated randomness: `{e['attribute']}` ({e['kind']}) is not reseeded per worker{seen}"

@@ -57,12 +57,13 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     outputs = Outputs("compare", out_opts, gate_opts)
     err = stderr_console()
     signals = Signals().install()
-    from loaderprof.comparing.ranks import detect
+    from loaderprof.comparing.ranks import detect, for_rank
 
     ctx = detect()
     # Under torchrun only rank 0 prints: a bar on every rank would garble the terminal.
     shown = not ui.quiet and (ctx is None or ctx.rank == 0)
-    with trial_progress(prep.cfg, err, enabled=shown) as on_progress:
+    # Sized for the plan this rank runs (under torchrun a fixed one).
+    with trial_progress(for_rank(prep.cfg, ctx), err, enabled=shown) as on_progress:
         done = api.execute(prep, on_progress=on_progress)
     if done.report is None:  # not rank 0: measured, handed over, silent
         code = run_exit_code(done.local, signals)

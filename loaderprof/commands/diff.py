@@ -77,14 +77,14 @@ def diff_rows(old: Any, new: Any, *, seed: int) -> list[tuple[str, str, str, str
     """(metric, baseline, new, new ÷ baseline [CI], p) for each metric both reports have."""
     from loaderprof.analysis.comparison import diff_reports
     from loaderprof.analysis.gates import format_value
-    from loaderprof.report.rows import fmt_ratio
+    from loaderprof.report.rows import fmt_ratio_interval
 
     return [
         (
             d.metric,
             format_value(d.metric, d.baseline),
             format_value(d.metric, d.new),
-            fmt_ratio(d.ratio),
+            fmt_ratio_interval(d.ratio),
             "–" if d.p_value is None else f"{d.p_value:.3g}",
         )
         for d in diff_reports(old, new, seed=seed)

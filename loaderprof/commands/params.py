@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Annotated, Any
 
 import typer
@@ -74,8 +74,3 @@ def register(
     command.__doc__ = doc
     command.__name__ = name
     app.command(name)(command)
-
-
-def pick(values: Mapping[str, Any], cls: type) -> dict[str, Any]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in values.items() if k in names}

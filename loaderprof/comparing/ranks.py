@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loaderprof.config.run import RunConfig
 from loaderprof.model.results import (
     DistributedSummary,
     NodeArmTotals,
@@ -227,38 +228,31 @@ def mark_failed_ranks(report: Report, summary: DistributedSummary) -> Report:
     return dataclasses.replace(report, complete=False, errors=(*report.errors, *errors))
 
 
-def adjust_verdict(report: Report, summary: DistributedSummary, budget: int | None) -> Report:
-    """The verdict accounts for the node: all ranks' workers, and the node's memory."""
+def adjust_verdict(report: Report, summary: DistributedSummary, cfg: RunConfig) -> Report:
+    """Rank 0's report with the verdict decided again, now that the node is known: all
+    its ranks' workers, and its memory (NOTE [one verdict])."""
     import dataclasses
 
-    from loaderprof.model.results import Verdict
-    from loaderprof.model.units import fmt_bytes
+    from loaderprof.analysis.verdict import VerdictInputs, decide
 
-    v = report.verdict
-    if v is None or not summary.nodes:
+    if report.comparison is None or report.verdict is None:
         return report
-    node = max(summary.nodes, key=lambda n: n.arms["persistent"].pss_total_bytes or 0)
-    p = node.arms["persistent"]
-    ran = [r for r in summary.ranks if r.rank in node.ranks and not r.failed]
-    reason = (
-        f"on node {node.host}: {len(ran)} of {len(node.ranks)} ranks completed; they ran "
-        f"{p.worker_processes} worker "
-        f"processes; with persistence they hold {fmt_bytes(p.idle_workers_uss_bytes)} between "
-        f"epochs, and the node peaks at {fmt_bytes(p.pss_total_bytes)} PSS"
+    inputs = VerdictInputs.of_run(
+        cfg,
+        report.comparison,
+        report.arms["persistent"].summary,
+        report.arms["non_persistent"].summary,
+        findings=report.findings,
+        ranks=summary,
     )
-    reasons = (*v.reasons, reason)
-    if budget is not None and p.pss_total_bytes is not None and p.pss_total_bytes > budget:
-        return dataclasses.replace(
-            report,
-            verdict=Verdict(
-                "keep_off",
-                "Keep persistent_workers off: the node does not fit the memory budget with it.",
-                (
-                    f"over budget: node {node.host} peaks at {fmt_bytes(p.pss_total_bytes)} PSS "
-                    f"across its ranks, above --memory-budget {fmt_bytes(budget)}",
-                    *reasons,
-                ),
-                depends_on=v.depends_on,
-            ),
-        )
-    return dataclasses.replace(report, verdict=dataclasses.replace(v, reasons=reasons))
+    return dataclasses.replace(report, verdict=decide(inputs))
+
+
+def for_rank(cfg: RunConfig, ctx: DistContext | None) -> RunConfig:
+    """`cfg` as this rank runs it: its rank and the world's size (so, under torchrun,
+    a fixed plan: `RunConfig.adaptive`)."""
+    import dataclasses
+
+    if ctx is None:
+        return cfg
+    return dataclasses.replace(cfg, rank=ctx.rank, world_size=ctx.world_size)

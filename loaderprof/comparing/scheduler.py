@@ -20,20 +20,20 @@ from typing import Any
 
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
-from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialPlan, TrialRunner
+from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialRunner, TrialSpec
 from loaderprof.model.results import TrialResult
 
-ARM_PERSISTENT = TrialPlan("persistent", True, 0)
-ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)
+ARM_PERSISTENT = TrialSpec("persistent", True, 0)
+ARM_NON_PERSISTENT = TrialSpec("non_persistent", False, 0)
 
 
-def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialPlan]:
+def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialSpec]:
     """Warm-up pairs first, then the `memory` memory pairs (NOTE [timing and memory
     trials]), then the timing pairs, alternating AB / BA throughout."""
     first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
     if random.Random(seed).random() < 0.5:
         first, second = second, first
-    plans: list[TrialPlan] = []
+    specs: list[TrialSpec] = []
     timing = "timing" if memory else "both"
     for is_warmup, count, role in (
         (True, warmup, "both"),
@@ -41,17 +41,17 @@ def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> 
         (False, trials, timing),
     ):
         for i in range(count):
-            pair = (first, second) if (len(plans) // 2) % 2 == 0 else (second, first)
-            plans.extend(TrialPlan(p.arm, p.persistent, i, is_warmup, role) for p in pair)
-    return plans
+            pair = (first, second) if (len(specs) // 2) % 2 == 0 else (second, first)
+            specs.extend(TrialSpec(p.arm, p.persistent, i, is_warmup, role) for p in pair)
+    return specs
 
 
 @dataclass(frozen=True)
 class Scheduled:
-    """One trial to run: its config, its plan, and the group it stops with."""
+    """One trial to run: its config, which trial it is, and the group it stops with."""
 
     cfg: RunConfig
-    plan: TrialPlan
+    spec: TrialSpec
     # When a trial of a group fails, the group's later trials are skipped.
     group: str = ""
 
@@ -63,7 +63,7 @@ class ScheduleOutcome:
     interrupted: BaseException | None
 
 
-ProgressCallback = Callable[[TrialPlan, Mapping[str, Any] | None], None]
+ProgressCallback = Callable[[TrialSpec, Mapping[str, Any] | None], None]
 # Given the measured trials so far, whether the run may stop now.
 StopRule = Callable[[Sequence[TrialResult]], bool]
 
@@ -100,14 +100,14 @@ def run_trials(
             if item.group in failed:
                 continue
             if on_progress:
-                on_progress(item.plan, None)
+                on_progress(item.spec, None)
 
-            def forward(ev: Mapping[str, Any], plan: TrialPlan = item.plan) -> None:
+            def forward(ev: Mapping[str, Any], spec: TrialSpec = item.spec) -> None:
                 if on_progress:
-                    on_progress(plan, ev)
+                    on_progress(spec, ev)
 
             try:
-                result = run(item.cfg, item.plan, Path(tmp), on_event=forward)
+                result = run(item.cfg, item.spec, Path(tmp), on_event=forward)
             except TrialInterrupted as exc:
                 results.append(exc.partial)
                 return ScheduleOutcome(tuple(results), exc.__cause__)
@@ -143,15 +143,13 @@ def run_schedule(
     settled: StopRule | None = None,
 ) -> ScheduleOutcome:
     """compare's plan: both arms, trials interleaved; the first failure ends it. An
-    adaptive plan (not under torchrun, whose ranks run one plan together) runs up to
-    --max-trials and stops at the first look where `settled` holds."""
-    adaptive = cfg.adaptive and sync is None and settled is not None
-    total = cfg.max_trials if adaptive else cfg.fixed_trials
-    plans = trial_order(total, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
+    adaptive plan (`cfg.adaptive`) runs up to --max-trials and stops at the first look
+    where `settled` holds; without `settled` it runs them all."""
+    specs = trial_order(cfg.planned_trials, cfg.seed, cfg.warmup_trials, memory=cfg.memory_pairs)
     return run_trials(
-        (Scheduled(cfg, plan) for plan in plans),
+        (Scheduled(cfg, spec) for spec in specs),
         runner=runner,
         on_progress=on_progress,
         sync=sync,
-        stop=looks_stop(cfg, settled) if adaptive and settled is not None else None,
+        stop=looks_stop(cfg, settled) if cfg.adaptive and settled is not None else None,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from loaderprof.analysis.stats import CONFIDENCE, look_confidence, look_points
 from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
-from loaderprof.config.run import RunConfig
+from loaderprof.config.run import AUTO, RunConfig
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
@@ -40,26 +40,26 @@ def build_report(
     created: str | None = None,
     dataset: Mapping[str, Any] | None = None,
 ) -> Report:
-    from loaderprof.analysis import comparison as analysis
+    from loaderprof.analysis import summary
 
     arms = _arms(trials)
     p, n = arms["persistent"], arms["non_persistent"]
     errors = tuple(t.error for t in trials if t.error is not None) + tuple(extra_errors)
     complete = not errors and not interrupted and _ran_as_planned(cfg, arms)
-    comparison = verdict = projection = None
+    comparison = projection = None
     warnings: list[str] = []
     # Last: the one-screen output shows only the first few (NOTE [one screen]).
     noise: list[str] = []
     for t in trials:
         warnings.extend(w for w in t.warnings if w not in warnings)
     if p.summary.steady_epoch_s and n.summary.steady_epoch_s:
-        comparison, verdict, projection = _weigh_arms(cfg, p, n, train_epochs)
+        comparison, projection = _compare_arms(cfg, p, n, train_epochs)
         if projection is not None and projection.unavailable:
             warnings.append(projection.unavailable)
         if projection is not None:
             warnings.extend(_short_epoch_warnings(cfg))
         for name, arm in arms.items():
-            noise.extend(analysis.noise_warnings(name, arm.summary))
+            noise.extend(summary.noise_warnings(name, arm.summary))
         if p.summary.workers_reused is False or p.summary.workers_reused is None:
             warnings.append("persistent arm did not keep the same worker PIDs across epochs")
         if n.summary.workers_reused is not False:
@@ -87,7 +87,8 @@ def build_report(
         config=cfg.to_dict(),
         arms=arms,
         comparison=comparison,
-        verdict=verdict,
+        # Decided below, once the findings are in (NOTE [one verdict]).
+        verdict=None,
         complete=complete,
         warnings=(*warnings, *noise),
         errors=errors,
@@ -95,26 +96,33 @@ def build_report(
         wall_s=wall_s,
         extras=extras,
     )
+    from loaderprof.analysis.verdict import VerdictInputs, decide
     from loaderprof.checks.registry import find, findings_checked
-    from loaderprof.checks.state import weigh
 
     findings = find(report)
+    verdict = settled = None
+    if comparison is not None:
+        # NOTE [one verdict]: the plan settled on the measurements alone (the stop
+        # rule's question); the verdict weighs the findings too.
+        measured = VerdictInputs.of_run(cfg, comparison, p.summary, n.summary)
+        settled = decide(measured)
+        verdict = decide(dataclasses.replace(measured, findings=tuple(findings)))
     return dataclasses.replace(
         report,
         # After every figure and finding: they see all that was measured.
         arms=arms if cfg.full_detail else _bounded(arms),
         findings=findings,
-        verdict=weigh(report.verdict, findings),
+        verdict=verdict,
         projection=projection,
         findings_checked=findings_checked(report),
-        plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), verdict),
+        plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), settled),
     )
 
 
 def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:
     """Every trial complete, and as many timing trials per arm as the plan may end with."""
     counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
-    planned = set(look_points(cfg.max_trials)) if _adaptive(cfg) else {cfg.fixed_trials}
+    planned = set(look_points(cfg.max_trials)) if cfg.adaptive else {cfg.fixed_trials}
     return (
         len(counts) == 1
         and counts <= planned
@@ -136,20 +144,15 @@ def _bounded(arms: Mapping[str, ArmResult]) -> dict[str, ArmResult]:
     }
 
 
-def _adaptive(cfg: RunConfig) -> bool:
-    """--trials auto, except under torchrun, where all ranks run one fixed plan."""
-    return cfg.adaptive and cfg.world_size == 1
-
-
 def _confidence(cfg: RunConfig, per_arm: int) -> float:
     """NOTE [sequential looks]: the level of the look an adaptive plan took last."""
-    if not _adaptive(cfg):
+    if not cfg.adaptive:
         return CONFIDENCE
     return look_confidence(cfg.max_trials, per_arm)
 
 
 def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
-    from loaderprof.analysis import comparison as analysis
+    from loaderprof.analysis.summary import summarize_arm
 
     arms: dict[str, ArmResult] = {}
     for name in ARMS:
@@ -158,7 +161,7 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
             name=name,
             persistent=name == "persistent",
             trials=arm_trials,
-            summary=analysis.summarize_arm(arm_trials),
+            summary=summarize_arm(arm_trials),
             warmup_trials=tuple(t for t in trials if t.arm == name and t.warmup),
         )
     return arms
@@ -166,8 +169,8 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
 
 def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInfo:
     settled = verdict is not None and verdict.decided
-    if not _adaptive(cfg):
-        why = "torchrun: every rank runs one fixed plan" if cfg.adaptive else "--trials"
+    if not cfg.adaptive:
+        why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
         return PlanInfo(
             "fixed",
             per_arm,
@@ -202,13 +205,15 @@ def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInf
 
 def settled_rule(cfg: RunConfig, train_epochs: int | None = None) -> StopRule:
     """Whether the measured trials already give a settled verdict (the adaptive stop rule)."""
+    from loaderprof.analysis.verdict import VerdictInputs, decide
 
     def settled(trials: Sequence[TrialResult]) -> bool:
         arms = _arms(trials)
         p, n = arms["persistent"], arms["non_persistent"]
         if not (p.summary.steady_epoch_s and n.summary.steady_epoch_s):
             return False
-        return _weigh_arms(cfg, p, n, train_epochs)[1].decided
+        comparison, _ = _compare_arms(cfg, p, n, train_epochs)
+        return decide(VerdictInputs.of_run(cfg, comparison, p.summary, n.summary)).decided
 
     return settled
 
@@ -226,13 +231,14 @@ def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
     return []
 
 
-def _weigh_arms(
+def _compare_arms(
     cfg: RunConfig, p: ArmResult, n: ArmResult, train_epochs: int | None
-) -> tuple[Comparison, Verdict, Projection | None]:
-    """The comparison and the verdict; with --max-batches on epochs projected to full
-    length (NOTE [short epochs]), so --min-gain applies to the epochs training runs."""
-    from loaderprof.analysis import comparison as analysis
+) -> tuple[Comparison, Projection | None]:
+    """The comparison; with --max-batches on epochs projected to full length (NOTE
+    [short epochs]), so --min-gain applies to the epochs training runs."""
     from loaderprof.analysis import projection
+    from loaderprof.analysis.comparison import compare
+    from loaderprof.analysis.summary import summarize_arm
 
     p_trials, n_trials = list(p.trials), list(n.trials)
     p_sum, n_sum = p.summary, n.summary
@@ -250,7 +256,7 @@ def _weigh_arms(
         else:
             p_trials = projection.project_trials(p_trials, full, cfg.max_batches)
             n_trials = projection.project_trials(n_trials, full, cfg.max_batches)
-            p_sum, n_sum = analysis.summarize_arm(p_trials), analysis.summarize_arm(n_trials)
+            p_sum, n_sum = summarize_arm(p_trials), summarize_arm(n_trials)
         info = projection.describe(
             cfg.max_batches,
             full,
@@ -258,7 +264,7 @@ def _weigh_arms(
             {"persistent": p_trials, "non_persistent": n_trials},
             unavailable,
         )
-    comparison = analysis.compare(
+    comparison = compare(
         p_trials,
         n_trials,
         p_sum,
@@ -268,12 +274,7 @@ def _weigh_arms(
         memory_budget_bytes=cfg.memory_budget_bytes,
         confidence=_confidence(cfg, sum(t.role != "memory" for t in p.trials)),
     )
-    cap = cfg.max_trials if _adaptive(cfg) else None
-    return (
-        comparison,
-        analysis.verdict(comparison, p_sum, min_gain=cfg.min_gain, max_trials=cap, np_sum=n_sum),
-        info,
-    )
+    return comparison, info
 
 
 def run_compare(

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from loaderprof.analysis import comparison as analysis
+from loaderprof.analysis.summary import summarize_arm
 from loaderprof.comparing.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
-from loaderprof.measure.runner import TrialPlan, TrialRunner
+from loaderprof.measure.runner import TrialRunner, TrialSpec
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
     SCHEMA_VERSION,
@@ -253,7 +253,7 @@ def _schedule(cfg: RunConfig, points: list[SweepPoint]) -> list[Scheduled]:
         order = list(points)
         random.Random(cfg.seed + i).shuffle(order)
         out += [
-            Scheduled(_point_config(cfg, p), TrialPlan(p.label, p.persistent, i), group=p.label)
+            Scheduled(_point_config(cfg, p), TrialSpec(p.label, p.persistent, i), group=p.label)
             for p in order
         ]
     return out
@@ -274,15 +274,15 @@ def run_sweep(
     by_label = {p.label: p for p in points}
     imported: dict[str, Any] = {}
     total = len(points) * cfg.fixed_trials
-    started: list[TrialPlan] = []
+    started: list[TrialSpec] = []
 
-    def forward(plan: TrialPlan, ev: Mapping[str, Any] | None) -> None:
+    def forward(spec: TrialSpec, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
-            started.append(plan)
+            started.append(spec)
         elif ev.get("ev") == "imported" and not imported:
             imported.update(ev)
         if on_progress:
-            on_progress(len(started) - 1, total, by_label[plan.arm], ev)
+            on_progress(len(started) - 1, total, by_label[spec.arm], ev)
 
     start = time.monotonic()
     outcome = run_trials(_schedule(cfg, points), runner=runner, on_progress=forward)
@@ -309,7 +309,7 @@ def _sweep_report(
             mp_context=p.mp_context,
             persistent=p.persistent,
             trials=tuple(t for t in outcome.trials if t.arm == p.label),
-            summary=analysis.summarize_arm([t for t in outcome.trials if t.arm == p.label]),
+            summary=summarize_arm([t for t in outcome.trials if t.arm == p.label]),
             error=errors.get(p.label),
         )
         for p in points

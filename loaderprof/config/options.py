@@ -399,9 +399,6 @@ class SweepOptions:
     )
 
 
-OptionGroup = type[RunOptions] | type[GateOptions] | type[OutputOptions] | type[UiOptions]
-
-
 def names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 

@@ -145,7 +145,11 @@ class RunConfig:
 
     @property
     def adaptive(self) -> bool:
-        return self.trials == AUTO
+        """The one answer to whether this run's plan adapts (NOTE [sequential looks]):
+        --trials auto, except under torchrun, where every rank runs one fixed plan
+        together (their trials start at one barrier, so none may stop alone). The
+        scheduler, the verdict, the report's plan and the progress bar all ask here."""
+        return self.trials == AUTO and self.world_size == 1
 
     @property
     def fixed_trials(self) -> int:

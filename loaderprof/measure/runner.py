@@ -39,7 +39,10 @@ EventCallback = Callable[[Mapping[str, Any]], None]
 
 
 @dataclass(frozen=True)
-class TrialPlan:
+class TrialSpec:
+    """Which trial to run: its arm, its place in the order, its role. Not a plan: the
+    plan is the schedule of trials (adaptive or fixed) that these make up."""
+
     arm: str
     persistent: bool
     index: int
@@ -65,7 +68,7 @@ class TrialRunner(Protocol):
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialPlan,
+        plan: TrialSpec,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,
@@ -130,7 +133,7 @@ class _Watch:
     interrupted: BaseException | None = None
 
 
-def _files(plan: TrialPlan, workdir: Path) -> dict[str, Path]:
+def _files(plan: TrialSpec, workdir: Path) -> dict[str, Path]:
     prefix = "w" if plan.warmup else "m" if plan.role == "memory" else ""
     tag = f"{prefix}{plan.index:02d}-{plan.arm}"
     return {
@@ -172,7 +175,7 @@ def _start(
 
 def run_trial(
     cfg: RunConfig,
-    plan: TrialPlan,
+    plan: TrialSpec,
     workdir: Path,
     *,
     on_event: EventCallback | None = None,
@@ -277,7 +280,7 @@ def _follow(
     reader: EventReader,
     sampler: TreeSampler | None,
     cfg: RunConfig,
-    plan: TrialPlan,
+    plan: TrialSpec,
     watch: _Watch,
     on_event: EventCallback | None,
     pauses: _Pauses | None = None,
@@ -321,7 +324,7 @@ def _follow(
 
 def _result(
     cfg: RunConfig,
-    plan: TrialPlan,
+    plan: TrialSpec,
     proc: ChildProcess,
     watch: _Watch,
     sampler: TreeSampler | None,
@@ -388,7 +391,7 @@ class TemplateRunner:
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialPlan,
+        plan: TrialSpec,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,

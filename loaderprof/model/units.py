@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import re
 
-_BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+# The one definition of the binary mebibyte, for thresholds written in MiB.
+MiB = 1024 * 1024
+_BINARY = {"": 1, "b": 1, "k": 1024, "m": MiB, "g": 1024**3, "t": 1024**4}
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 
 

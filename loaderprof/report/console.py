@@ -19,7 +19,7 @@ from loaderprof.report.rows import (
     REUSED,
     SummaryRow,
     caption,
-    fmt_ratio,
+    fmt_ratio_interval,
     fmt_stat,
     interval_text,
     loader_text,
@@ -278,7 +278,7 @@ def _cell(stat: Stat | None, k: float) -> str:
 
 def _compared(row: SummaryRow, k: float) -> str:
     if row.kind == "time":
-        return fmt_ratio(row.ratio) if row.ratio else row.compared
+        return fmt_ratio_interval(row.ratio) if row.ratio else row.compared
     a, b = row.stats or (None, None)
     if row.kind != "bytes" or a is None or b is None:
         return ""

@@ -21,9 +21,9 @@ from typing import Any, BinaryIO
 from loaderprof.errors import UsageError
 from loaderprof.model.results import ARM_LABEL as _LABEL
 from loaderprof.model.results import ProcessTimeline, Report, TrialResult
+from loaderprof.model.units import MiB
 from loaderprof.report.rows import ARM_COLOR, plan_text
 
-MiB = 1024 * 1024
 _COLORS = {"startup": "#f4a261", "busy": "#2a9d8f", "idle": "#d9d9d9"}
 
 

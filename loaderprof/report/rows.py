@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loaderprof.model.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
-from loaderprof.model.units import fmt_bytes, fmt_seconds
-from loaderprof.model.units import fmt_ratio as ratio_text
+from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
 
 __all__ = [
     "ARM_LABEL",
     "ARM_SHORT",
     "SummaryRow",
     "caption",
-    "fmt_ratio",
+    "fmt_ratio_interval",
     "fmt_stat",
     "summary_rows",
 ]
@@ -96,16 +95,16 @@ def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
     return f"{fmt(stat.median)} ±{fmt(stat.iqr / 2)} ({stat.n})"
 
 
-def fmt_ratio(r: Ratio | None) -> str:
+def fmt_ratio_interval(r: Ratio | None) -> str:
     """NOTE [earned intervals]: an interval only where one was earned."""
     if r is None:
         return "–"
     if not r.has_interval:
         # Read once on a side, or no spread at all: a value, not an interval.
-        return f"{ratio_text(r.value)} (no CI)"
+        return f"{fmt_ratio(r.value)} (no CI)"
     if not r.informative:
-        return f"{ratio_text(r.value)} (too wide)"
-    return f"{ratio_text(r.value)} [{ratio_text(r.ci_low)}–{ratio_text(r.ci_high)}]"
+        return f"{fmt_ratio(r.value)} (too wide)"
+    return f"{fmt_ratio(r.value)} [{fmt_ratio(r.ci_low)}–{fmt_ratio(r.ci_high)}]"
 
 
 def fmt_delta_bytes(a: Stat | None, b: Stat | None) -> str:
@@ -188,7 +187,7 @@ def summary_rows(report: Report) -> list[SummaryRow]:
 
     def time_row(label: str, attr: str, ratio: Ratio | None, emphasis: str = "") -> SummaryRow:
         shown = ratio if c else None
-        text = fmt_ratio(ratio) if c else "–"
+        text = fmt_ratio_interval(ratio) if c else "–"
         a, b = getattr(p, attr), getattr(n, attr)
         return _row(label, a, b, "time", text, shown, emphasis)
 

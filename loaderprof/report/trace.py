@@ -13,9 +13,9 @@ from typing import Any
 
 from loaderprof.model.results import ARM_LABEL as _LABEL
 from loaderprof.model.results import Report, TrialResult
+from loaderprof.model.units import MiB
 
 GAP_US = 1_000_000
-MiB = 1024 * 1024
 
 
 def us(seconds: float) -> float:

@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 
 from conftest import DATA, TESTS, Run, load, run_cli
+from loaderprof.model.units import MiB
 from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
-MiB = 1024 * 1024
 
 
 def _epochs(report: dict[str, Any], arm: str) -> list[dict[str, Any]]:

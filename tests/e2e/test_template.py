@@ -13,10 +13,9 @@ import pytest
 
 import loaderprof
 from conftest import DATA, TESTS, leftover_processes, run_cli
+from loaderprof.model.units import MiB
 
 pytestmark = pytest.mark.e2e
-
-MiB = 1024 * 1024
 
 
 def _persistent(report: dict[str, Any], attr: str) -> float:

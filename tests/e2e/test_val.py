@@ -9,10 +9,10 @@ import jsonschema
 import pytest
 
 from conftest import DATA, TESTS, run_cli
+from loaderprof.model.units import MiB
 from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
-MiB = 1024 * 1024
 
 
 def test_train_and_validation_pools_are_counted_from_pids(tmp_path: Path) -> None:

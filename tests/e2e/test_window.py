@@ -9,12 +9,12 @@ import jsonschema
 import pytest
 
 from conftest import TESTS, load, run_cli
+from loaderprof.model.units import MiB
 from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 # What lp_teardown's atexit handler sleeps.
 AT_EXIT_SLEEP_S = 4.0
-MiB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,10 @@ import json
 import pytest
 
 from builders import MiB, make_pair
-from loaderprof.analysis import comparison as analysis
+from loaderprof.analysis.comparison import break_even_epochs, compare
+from loaderprof.analysis.stats import bootstrap_ratio
+from loaderprof.analysis.summary import summarize_arm, workers_reused
+from loaderprof.analysis.verdict import VerdictInputs, decide
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.measure.assemble import assemble_trial
@@ -28,9 +31,9 @@ S = 1_000_000_000
 
 def _verdict(p_walls: list[float], n_walls: list[float], **kw: int | None) -> str:
     p, n = make_pair(p_walls, n_walls, **kw)
-    ps, ns = analysis.summarize_arm([p]), analysis.summarize_arm([n])
-    c = analysis.compare([p], [n], ps, ns, seed=0, train_epochs=10)
-    return analysis.verdict(c, ps, min_gain=0.05).recommendation
+    ps, ns = summarize_arm([p]), summarize_arm([n])
+    c = compare([p], [n], ps, ns, seed=0, train_epochs=10)
+    return decide(VerdictInputs(c, ps, ns, min_gain=0.05)).recommendation
 
 
 def test_stat_quartiles() -> None:
@@ -45,7 +48,7 @@ def test_stat_quartiles() -> None:
 
 def test_cold_and_steady_are_kept_apart() -> None:
     p, _ = make_pair([5.0, 1.0, 1.2, 0.8], [5.0, 5.0, 5.0, 5.0])
-    s = analysis.summarize_arm([p])
+    s = summarize_arm([p])
     assert s.cold_epoch_s is not None and s.cold_epoch_s.median == 5.0
     assert s.steady_epoch_s is not None and s.steady_epoch_s.median == 1.0
     assert s.steady_epoch_s.n == 3
@@ -53,15 +56,15 @@ def test_cold_and_steady_are_kept_apart() -> None:
 
 def test_workers_reused_detection() -> None:
     p, n = make_pair([1, 1, 1], [1, 1, 1])
-    assert analysis.workers_reused([p]) is True
-    assert analysis.workers_reused([n]) is False
+    assert workers_reused([p]) is True
+    assert workers_reused([n]) is False
 
 
 def test_bootstrap_interval_is_seeded_and_brackets() -> None:
     a = [1.0, 1.1, 0.9, 1.05, 0.95]
     b = [2.0, 2.1, 1.9, 2.05, 1.95]
-    r1 = analysis.bootstrap_ratio(a, b, seed=3)
-    r2 = analysis.bootstrap_ratio(a, b, seed=3)
+    r1 = bootstrap_ratio(a, b, seed=3)
+    r2 = bootstrap_ratio(a, b, seed=3)
     assert r1 == r2
     assert r1 is not None and r1.ci_low <= r1.value <= r1.ci_high
     assert r1.value == pytest.approx(0.5)
@@ -81,7 +84,7 @@ def test_bootstrap_interval_is_seeded_and_brackets() -> None:
     ],
 )
 def test_break_even(cold_extra: float, saved: float, expected: int | None) -> None:
-    assert analysis.break_even_epochs(cold_extra, saved) == expected
+    assert break_even_epochs(cold_extra, saved) == expected
 
 
 def test_verdict_enable_when_clearly_faster() -> None:
@@ -117,8 +120,8 @@ def test_comparison_figures() -> None:
     # Epochs that spread a little: with none at all there is no interval, and so no
     # significant saving to break even on (NOTE [earned intervals]).
     p, n = make_pair([3.0, 1.0, 1.01, 0.99], [3.0, 1.5, 1.51, 1.49])
-    ps, ns = analysis.summarize_arm([p]), analysis.summarize_arm([n])
-    c = analysis.compare([p], [n], ps, ns, seed=0, train_epochs=11)
+    ps, ns = summarize_arm([p]), summarize_arm([n])
+    c = compare([p], [n], ps, ns, seed=0, train_epochs=11)
     assert c.saved_s_per_epoch == pytest.approx(0.5)
     assert c.saved_s_total == pytest.approx(5.0)
     assert c.extra_idle_memory_bytes == 20 * MiB

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from builders import MiB, make_pair, make_trial
-from loaderprof.analysis import comparison as analysis
+from loaderprof.analysis.comparison import compare, ratio_sample_count, report_metrics
+from loaderprof.analysis.stats import ALPHA, significant_direction
+from loaderprof.analysis.summary import summarize_arm
+from loaderprof.analysis.verdict import VerdictInputs, decide
 from loaderprof.comparing import ranks as distributed
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import LoaderOptions, RunConfig
@@ -24,7 +27,7 @@ IMPORTED = {"torch": "2.x", "start_method": "fork"}
         (Ratio(0.5, 0.4, 0.6), 0.01, "saving"),
         (Ratio(1.5, 1.4, 1.6), 0.01, "loss"),
         # Both parts are needed: the interval on one side of 1 and p < ALPHA.
-        (Ratio(0.5, 0.4, 0.6), analysis.ALPHA, None),
+        (Ratio(0.5, 0.4, 0.6), ALPHA, None),
         (Ratio(0.5, 0.4, 0.6), 0.2, None),
         (Ratio(0.5, 0.4, 0.6), None, None),
         (Ratio(0.5, 0.4, 0.6), float("nan"), None),
@@ -34,20 +37,20 @@ IMPORTED = {"torch": "2.x", "start_method": "fork"}
     ],
 )
 def test_significant_direction(ratio: Ratio | None, p: float | None, expected: str | None) -> None:
-    assert analysis.significant_direction(ratio, p) == expected
+    assert significant_direction(ratio, p) == expected
 
 
 def _compare(p_walls: list[float], n_walls: list[float]) -> tuple[Comparison, str]:
     p, n = make_pair(p_walls, n_walls)
-    ps, ns = analysis.summarize_arm([p]), analysis.summarize_arm([n])
-    c = analysis.compare([p], [n], ps, ns, seed=0, train_epochs=10)
-    return c, analysis.verdict(c, ps, min_gain=0.05).recommendation
+    ps, ns = summarize_arm([p]), summarize_arm([n])
+    c = compare([p], [n], ps, ns, seed=0, train_epochs=10)
+    return c, decide(VerdictInputs(c, ps, ns, min_gain=0.05)).recommendation
 
 
 def test_compare_and_verdict_share_one_significance() -> None:
     # A clear, significant saving: compare counts it (break-even), verdict enables.
     c, rec = _compare([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
-    assert analysis.significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) == "saving"
+    assert significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) == "saving"
     assert c.break_even_epochs is not None and rec == "enable"
     # Two identical steady epochs per arm: no spread seen, so no interval and no test
     # (NOTE [earned intervals]): neither compare (no break-even) nor verdict (no
@@ -55,11 +58,11 @@ def test_compare_and_verdict_share_one_significance() -> None:
     c, rec = _compare([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
     assert c.steady_epoch_p is None and c.steady_epoch_ratio is not None
     assert not c.steady_epoch_ratio.has_interval
-    assert analysis.significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) is None
+    assert significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) is None
     assert c.break_even_epochs is None and rec == "neutral"
     # A significant loss.
     c, rec = _compare([3.0, 2.0, 2.02, 1.98, 2.0], [3.0, 1.0, 1.01, 0.99, 1.0])
-    assert analysis.significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) == "loss"
+    assert significant_direction(c.steady_epoch_ratio, c.steady_epoch_p) == "loss"
     assert c.break_even_epochs is None and rec == "keep_off"
 
 
@@ -119,8 +122,8 @@ def _comparison(ratio: Ratio | None, p: float | None, **kw: Any) -> Comparison:
     ],
 )
 def test_verdict_branches(comparison: Comparison, recommendation: str, headline: str) -> None:
-    p, _ = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
-    v = analysis.verdict(comparison, analysis.summarize_arm([p]), min_gain=0.05)
+    p, n = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
+    v = decide(VerdictInputs(comparison, summarize_arm([p]), summarize_arm([n]), min_gain=0.05))
     assert v.recommendation == recommendation
     assert v.headline.startswith(headline)
     if comparison.steady_epoch_ratio is not None:
@@ -128,8 +131,8 @@ def test_verdict_branches(comparison: Comparison, recommendation: str, headline:
 
 
 def test_over_budget_mentions_the_saving_only_when_significant() -> None:
-    p, _ = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
-    ps = analysis.summarize_arm([p])
+    p, n = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
+    ps, ns = summarize_arm([p]), summarize_arm([n])
     # Persistence alone breaks it, beyond noise (NOTE [earned intervals]).
     budget = {
         "over_budget": True,
@@ -137,9 +140,9 @@ def test_over_budget_mentions_the_saving_only_when_significant() -> None:
         "peak_total_pss_ratio": Ratio(1.5, 1.4, 1.6),
         "memory_budget_bytes": 100 * MiB,
     }
-    sig = analysis.verdict(_comparison(Ratio(0.5, 0.4, 0.6), 0.001, **budget), ps, min_gain=0.05)
+    sig = decide(VerdictInputs(_comparison(Ratio(0.5, 0.4, 0.6), 0.001, **budget), ps, ns, 0.05))
     assert any(r.startswith("it would save") for r in sig.reasons)
-    unsure = analysis.verdict(_comparison(Ratio(0.5, 0.4, 0.6), 0.2, **budget), ps, min_gain=0.05)
+    unsure = decide(VerdictInputs(_comparison(Ratio(0.5, 0.4, 0.6), 0.2, **budget), ps, ns, 0.05))
     assert not any(r.startswith("it would save") for r in unsure.reasons)
 
 
@@ -164,7 +167,7 @@ def test_each_ratio_reports_the_n_behind_it() -> None:
     n0 = make_trial("non_persistent", n_walls, idle=0, reused=False, index=0)
     n1 = make_trial("non_persistent", n_walls, idle=0, reused=False, index=1)
     cfg = RunConfig(dataset="a:B", epochs=len(walls), trials=2)
-    metrics = analysis.report_metrics(build_report(cfg, [p0, n0, p1, n1], imported=IMPORTED))
+    metrics = report_metrics(build_report(cfg, [p0, n0, p1, n1], imported=IMPORTED))
     # NOTE [trial is the unit]: two trials per arm, so the units are trials.
     assert metrics["steady_epoch_ratio"].n == 2
     assert metrics["cold_epoch_ratio"].n == 2
@@ -179,12 +182,12 @@ def test_ratio_sample_count_matches_the_units_compare_uses() -> None:
     p, n = make_pair([3.0, 1.0, 1.0, 1.0], [3.0, 2.0, 2.0, 2.0])
     p2 = _without_first_batch(p, {4})
     # Two trials per arm: trials are the units.
-    assert analysis.ratio_sample_count("steady_epoch_ratio", [p, p2], [n, n]) == 2
-    assert analysis.ratio_sample_count("peak_total_pss_ratio", [p, p2], [n, n]) == 2
+    assert ratio_sample_count("steady_epoch_ratio", [p, p2], [n, n]) == 2
+    assert ratio_sample_count("peak_total_pss_ratio", [p, p2], [n, n]) == 2
     # One trial in an arm: its values stand in, as in compare's fallback.
-    assert analysis.ratio_sample_count("steady_epoch_ratio", [p, p2], [n]) == 6
-    assert analysis.ratio_sample_count("first_batch_ratio", [p, p2], [n]) == 5
-    assert analysis.ratio_sample_count("cold_epoch_ratio", [p, p2], [n]) == 2
+    assert ratio_sample_count("steady_epoch_ratio", [p, p2], [n]) == 6
+    assert ratio_sample_count("first_batch_ratio", [p, p2], [n]) == 5
+    assert ratio_sample_count("cold_epoch_ratio", [p, p2], [n]) == 2
 
 
 # -- measured node worker count ------------------------------------------------------
@@ -210,12 +213,15 @@ def test_measured_workers_use_the_sampler_count_when_larger() -> None:
     assert distributed.measured_worker_processes([]) == 0
 
 
-def _rank_report(num_workers: int) -> Report:
-    p, n = make_pair([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
-    cfg = RunConfig(
+def _rank_cfg(num_workers: int) -> RunConfig:
+    return RunConfig(
         dataset="a:B", epochs=5, trials=1, loader=LoaderOptions(num_workers=num_workers)
     )
-    return build_report(cfg, [p, n], imported=IMPORTED)
+
+
+def _rank_report(num_workers: int) -> Report:
+    p, n = make_pair([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
+    return build_report(_rank_cfg(num_workers), [p, n], imported=IMPORTED)
 
 
 def test_node_worker_processes_are_measured_not_configured() -> None:
@@ -226,13 +232,13 @@ def test_node_worker_processes_are_measured_not_configured() -> None:
     assert node.ranks == (0, 1)
     assert node.arms["persistent"].worker_processes == 4
     assert node.arms["non_persistent"].worker_processes == 4
-    adjusted = distributed.adjust_verdict(reports[0][2], summary, None)
+    adjusted = distributed.adjust_verdict(reports[0][2], summary, _rank_cfg(8))
     assert adjusted.verdict is not None
     assert any(
         "2 of 2 ranks completed; they ran 4 worker processes" in r for r in adjusted.verdict.reasons
     )
     report = dataclasses.replace(adjusted, distributed=summary)
-    metric = analysis.report_metrics(report)["persistent.node_worker_processes"]
+    metric = report_metrics(report)["persistent.node_worker_processes"]
     assert metric.value == 4
 
 
@@ -270,7 +276,7 @@ def test_a_failed_rank_makes_the_job_incomplete_and_is_named() -> None:
     assert marked.errors[-1].message == (
         "rank 1 (host node-a): a:B() raised FileNotFoundError: shard-1.bin is missing"
     )
-    adjusted = distributed.adjust_verdict(marked, summary, None)
+    adjusted = distributed.adjust_verdict(marked, summary, _rank_cfg(2))
     assert adjusted.verdict is not None
     assert any("1 of 2 ranks completed" in r for r in adjusted.verdict.reasons)
     # Nothing failed: nothing changes.

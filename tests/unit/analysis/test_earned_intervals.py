@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from builders import MiB, make_trial
-from loaderprof.analysis import comparison as analysis
 from loaderprof.analysis import stats
+from loaderprof.analysis.comparison import report_metrics
 from loaderprof.analysis.gates import evaluate, judge, parse_gate
+from loaderprof.analysis.verdict import assess
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.model.results import MetricValue, Ratio, Report, TrialResult
@@ -56,9 +57,9 @@ def test_an_interval_wider_than_10x_either_way_is_no_finding() -> None:
     assert "at the line" not in text and "sits within" not in text
     # The interval's endpoints are not printed: they would read as a finding.
     assert f"{r.ci_high:.3g}" not in text and "more than 10× either way" in text
-    from loaderprof.report.rows import fmt_ratio
+    from loaderprof.report.rows import fmt_ratio_interval
 
-    assert fmt_ratio(r).endswith("(too wide)")
+    assert fmt_ratio_interval(r).endswith("(too wide)")
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -114,7 +115,7 @@ def test_memory_gates_on_two_readings_pass_unchanged_code_and_fail_a_real_regres
     results, status = evaluate(grown, gate, baseline=base)
     assert status == "fail" and results[0].status == "fail"
     # The arm's own figure has an interval of its own now (two memory trials).
-    m = analysis.report_metrics(grown)["persistent.peak_worker_uss"]
+    m = report_metrics(grown)["persistent.peak_worker_uss"]
     assert m.has_interval and m.n == 2 and m.ci_low < m.value < m.ci_high
 
 
@@ -139,11 +140,11 @@ def test_memory_trials_add_to_the_spread_not_the_level() -> None:
 def test_distance_to_the_line_is_on_the_log_scale() -> None:
     # 0.11 on an interval 1e-5–1000: far from 0.95 in every sense; a ratio-unit
     # half-width (500) once called it "at the line".
-    a = analysis.assess(Ratio(0.11, 1e-5, 1000.0), 0.5, 0.95, 0.05, 2, "trial")
+    a = assess(Ratio(0.11, 1e-5, 1000.0), 0.5, 0.95, 0.05, 2, "trial")
     assert not a.at_line and not a.informative
-    near = analysis.assess(Ratio(0.951, 0.8, 1.13), 0.5, 0.95, 0.05, 4, "trial")
+    near = assess(Ratio(0.951, 0.8, 1.13), 0.5, 0.95, 0.05, 4, "trial")
     assert near.at_line and near.more is None
-    far = analysis.assess(Ratio(0.97, 0.885, 1.055), 0.5, 0.95, 0.05, 8, "trial")
+    far = assess(Ratio(0.97, 0.885, 1.055), 0.5, 0.95, 0.05, 8, "trial")
     assert far.more is not None and 130 <= far.more <= 160
 
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from builders import make_trial
-from loaderprof.analysis import comparison as analysis
 from loaderprof.analysis import stats
+from loaderprof.analysis.comparison import compare
+from loaderprof.analysis.summary import steady_walls, summarize_arm
+from loaderprof.analysis.verdict import settled
 from loaderprof.model.results import MetricValue, Ratio
 
 TRUE_RATIO = 0.8
@@ -44,13 +46,11 @@ def _coverage(trials: int, reps: int = 300) -> tuple[float, float]:
     hits = pooled_hits = 0
     for rep in range(reps):
         p, n = _synthetic_arms(rng, trials, epochs=6, between=0.08, within=0.01)
-        c = analysis.compare(
-            p, n, analysis.summarize_arm(p), analysis.summarize_arm(n), seed=rep, train_epochs=5
-        )
+        c = compare(p, n, summarize_arm(p), summarize_arm(n), seed=rep, train_epochs=5)
         r = c.steady_epoch_ratio
         assert r is not None and c.unit == "trial" and c.steady_epoch_n == trials
         hits += r.ci_low <= TRUE_RATIO <= r.ci_high
-        old = stats.bootstrap_ratio(analysis.steady_walls(p), analysis.steady_walls(n), seed=rep)
+        old = stats.bootstrap_ratio(steady_walls(p), steady_walls(n), seed=rep)
         assert old is not None
         pooled_hits += old.ci_low <= TRUE_RATIO <= old.ci_high
     return hits / reps, pooled_hits / reps
@@ -148,6 +148,6 @@ def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
 
 
 def test_settled_is_the_interval_on_one_side_of_the_min_gain_line() -> None:
-    assert analysis.settled(Ratio(0.5, 0.4, 0.6), 0.05)
-    assert analysis.settled(Ratio(1.0, 0.97, 1.02), 0.05)
-    assert not analysis.settled(Ratio(0.93, 0.9, 0.97), 0.05)
+    assert settled(Ratio(0.5, 0.4, 0.6), 0.05)
+    assert settled(Ratio(1.0, 0.97, 1.02), 0.05)
+    assert not settled(Ratio(0.93, 0.9, 0.97), 0.05)

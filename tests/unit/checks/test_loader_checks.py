@@ -17,6 +17,7 @@ from loaderprof.config.run import LoaderOptions, RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.model.results import Report
+from loaderprof.model.units import MiB
 
 
 def test_in_order_waits_for_the_slowest_worker() -> None:
@@ -54,7 +55,6 @@ def test_in_order_on_a_torch_without_it_is_a_usage_error(monkeypatch: pytest.Mon
 # Assembled from synthetic events: the start-up breakdown, threads and shutdown.
 
 S = 1_000_000_000
-MiB = 1024 * 1024
 
 
 def _ev(ev: str, t: float, pid: int = 100, **kw: object) -> dict[str, object]:

@@ -1,4 +1,5 @@
-"""State fingerprints, the stale-state and randomness rules, the verdict and gates on them."""
+"""State fingerprints, the stale-state and randomness rules, and gates on them (the
+verdict weighs them in tests/unit/analysis/test_verdict.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 import torch
 
 from loaderprof.analysis.gates import evaluate, parse_gate
-from loaderprof.checks.state import stale_in, weigh
+from loaderprof.checks.state import stale_in
 from loaderprof.errors import UsageError
 from loaderprof.inside.fingerprint import describe, fingerprint
-from loaderprof.model.results import DatasetState, Finding, Verdict
+from loaderprof.model.results import DatasetState, Finding
 
 
 class _Holder:
@@ -104,22 +105,6 @@ def _finding(fid: str, arm: str | None) -> Finding:
     return Finding(fid, "warning", "t", evidence, "fix", arm)
 
 
-def test_stale_state_turns_enable_into_enable_after_the_fix_and_the_rest_into_keep_off() -> None:
-    enable = Verdict("enable", "Enable persistent_workers: it saves 1 s per epoch.", ("fast",))
-    out = weigh(enable, [_finding("stale-worker-state", "persistent")])
-    assert out is not None and out.recommendation == "enable"
-    assert out.headline.startswith("Enable persistent_workers only after fixing `epoch`")
-    assert out.depends_on == ("stale-worker-state",)
-    neutral = Verdict("neutral", "Either way.", ())
-    out = weigh(neutral, [_finding("stale-worker-state", "persistent")])
-    assert out is not None and out.recommendation == "keep_off"
-    # Randomness not reseeded is a bug either way: named, depended on, not decisive.
-    out = weigh(enable, [_finding("repeated-randomness", None)])
-    assert out is not None and out.recommendation == "enable" and out.headline == enable.headline
-    assert out.depends_on == ("repeated-randomness",)
-    assert weigh(enable, [_finding("copy-on-read", None)]) is enable
-
-
 def test_a_gate_fails_on_a_finding_and_passes_without_it() -> None:
     import dataclasses
 
@@ -142,25 +127,3 @@ def test_a_gate_fails_on_a_finding_and_passes_without_it() -> None:
     assert status == "fail" and results[0].value == 1.0
     with pytest.raises(UsageError, match="did you mean 'stale-worker-state'"):
         parse_gate("finding:stale-worker-stat")
-
-
-def test_the_verdict_names_a_persistent_arm_warning_it_is_issued_beside() -> None:
-    from loaderprof.checks.state import findings_the_verdict_must_mention
-
-    enable = Verdict("enable", "Enable persistent_workers: it saves 1 s per epoch.", ("fast",))
-    leak = Finding(
-        "leaked-files", "warning", "worker 0 holds more open files", {}, "f", "persistent"
-    )
-    early = Finding("leaked-files", "info", "too few epochs", {}, "f", "persistent")
-    threads = Finding("thread-oversubscription", "warning", "threads", {}, "f", None)
-    out = weigh(enable, [leak, early, threads])
-    assert out is not None and out.recommendation == "enable"
-    assert out.reasons[0] == "fast"
-    assert out.reasons[1:] == (
-        "warning (persistent arm): worker 0 holds more open files [leaked-files]",
-    )
-    assert out.depends_on == ("leaked-files",)
-    assert findings_the_verdict_must_mention([early, threads]) == []
-    # Beside stale state, both are depended on.
-    both = weigh(enable, [_finding("stale-worker-state", "persistent"), leak])
-    assert both is not None and both.depends_on == ("leaked-files", "stale-worker-state")

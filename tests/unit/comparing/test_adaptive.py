@@ -9,7 +9,7 @@ import loaderprof
 from fakes import FakeRunner
 from loaderprof.analysis.stats import look_confidence
 from loaderprof.comparing.scheduler import run_schedule
-from loaderprof.comparing.session import settled_rule
+from loaderprof.comparing.session import build_report, settled_rule
 from loaderprof.config.run import RunConfig, build_config
 from loaderprof.errors import UsageError
 
@@ -90,11 +90,16 @@ def test_fixed_plan_and_torchrun_do_not_adapt() -> None:
     runner = FakeRunner()
     run_schedule(cfg, runner=runner, settled=settled_rule(cfg))
     assert len(runner.calls) == 4 + 6
-    # Under torchrun (a barrier) every rank runs the same fixed plan of 3.
-    auto = RunConfig(dataset=DATASET, epochs=3)
+    # Under torchrun (a barrier) every rank runs the same fixed plan of 3, and the
+    # progress bar's total (planned trials and memory trials, per arm) is what ran.
+    auto = RunConfig(dataset=DATASET, epochs=3, world_size=2)
     runner = FakeRunner()
-    run_schedule(auto, runner=runner, settled=settled_rule(auto), sync=lambda: None)
+    outcome = run_schedule(auto, runner=runner, settled=settled_rule(auto), sync=lambda: None)
     assert len(runner.calls) == 4 + 6
+    assert 2 * (auto.planned_trials + auto.memory_pairs) == len(runner.calls)
+    report = build_report(auto, outcome.trials, imported={})
+    assert report.plan is not None and report.plan.mode == "fixed"
+    assert report.plan.stopped.startswith("fixed plan (torchrun")
 
 
 @pytest.mark.parametrize(

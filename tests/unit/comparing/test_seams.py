@@ -50,19 +50,19 @@ def test_schedule_hands_back_the_partial_trial_on_interrupt() -> None:
 
 def test_a_failed_group_skips_only_its_own_trials_and_barriers_still_run() -> None:
     cfg = RunConfig(dataset=DATASET, trials=1, epochs=3)
-    plans = trial_order(2, cfg.seed)
-    runner = FakeRunner(fail={(plans[0].arm, plans[0].index)})
+    specs = trial_order(2, cfg.seed)
+    runner = FakeRunner(fail={(specs[0].arm, specs[0].index)})
     barriers = []
     outcome = run_trials(
-        [Scheduled(cfg, p, group=p.arm) for p in plans],
+        [Scheduled(cfg, p, group=p.arm) for p in specs],
         runner=runner,
         sync=lambda: barriers.append(1),
     )
     # Every planned trial took part in its barrier, so no other rank would hang.
-    assert len(barriers) == len(plans)
+    assert len(barriers) == len(specs)
     ran = [plan for _, plan in runner.calls]
-    assert [p.arm for p in ran].count(plans[0].arm) == 1
-    assert len(outcome.trials) == len(ran) == 1 + sum(1 for p in plans if p.arm != plans[0].arm)
+    assert [p.arm for p in ran].count(specs[0].arm) == 1
+    assert len(outcome.trials) == len(ran) == 1 + sum(1 for p in specs if p.arm != specs[0].arm)
 
 
 def test_api_compare_measures_the_known_saving() -> None:

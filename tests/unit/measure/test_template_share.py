@@ -16,13 +16,13 @@ import pytest
 
 from loaderprof.inside import procfs
 from loaderprof.measure.sampler import TreeSampler
+from loaderprof.model.units import MiB
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(f"/proc/{os.getpid()}/pagemap") or not procfs._HAS_ROLLUP,
     reason="no /proc/PID/pagemap or smaps_rollup here",
 )
 
-MiB = 1024 * 1024
 FILE_MIB = 32
 
 

@@ -8,8 +8,7 @@ import json
 from builders import make_trial
 from loaderprof.model.detail import MAX_BATCH_SPANS, MAX_TIMELINE_SAMPLES, bounded
 from loaderprof.model.results import BatchSpan, ProcessTimeline, to_dict
-
-MiB = 1024 * 1024
+from loaderprof.model.units import MiB
 
 
 def _long_trial(batches: int = 100_000, samples: int = 60_000):  # type: ignore[no-untyped-def]

@@ -7,10 +7,9 @@ from rich.console import Console
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.model.results import EpochResult, Report, Setup, TrialMemory, TrialResult
-from loaderprof.model.units import fmt_seconds
+from loaderprof.model.units import MiB, fmt_seconds
 from loaderprof.report.console import epochs_table
 
-MiB = 1024 * 1024
 Epoch = tuple[int, float, tuple[int, ...], tuple[int, ...]]  # number, wall, PIDs, new PIDs
 
 
