@@ -45,7 +45,7 @@ from observer_effect import add_workload_args, workload
 
 from loaderprof.comparing.scheduler import Scheduled, run_trials
 from loaderprof.config.run import build_config
-from loaderprof.measure.runner import TrialSpec
+from loaderprof.measure.runner import TrialSlot
 
 ARMS = (("persistent", True), ("non_persistent", False))
 
@@ -76,7 +76,7 @@ class EpochCpu:
         self.wall_s: dict[int, float] = defaultdict(float)
         self._open: tuple[dict[int, int], int] | None = None
 
-    def __call__(self, plan: TrialSpec, ev: Mapping[str, Any] | None) -> None:
+    def __call__(self, slot: TrialSlot, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
             return
         if ev["ev"] == "epoch_start":
@@ -85,8 +85,8 @@ class EpochCpu:
             before, t0 = self._open
             after = other_threads_cpu_ns()
             used = sum(after[t] - before[t] for t in before.keys() & after.keys())
-            self.cpu_s[plan.index] += used / 1e9
-            self.wall_s[plan.index] += (ev["t"] - t0) / 1e9
+            self.cpu_s[slot.index] += used / 1e9
+            self.wall_s[slot.index] += (ev["t"] - t0) / 1e9
             self._open = None
 
 
@@ -114,8 +114,8 @@ def main() -> None:
             order = ("on", "off") if i % 2 == 0 else ("off", "on")
             for label in order:
                 labels.append((arm, label))
-                plan = TrialSpec(arm, persistent, len(labels), role="timing")
-                items.append(Scheduled(cfgs[label], plan))
+                slot = TrialSlot(arm, persistent, len(labels), role="timing")
+                items.append(Scheduled(cfgs[label], slot))
     cpu = EpochCpu()
     outcome = run_trials(items, on_progress=cpu)
     trials = outcome.trials

@@ -18,7 +18,7 @@ from typing import Any
 
 from loaderprof.config.run import RunConfig
 from loaderprof.measure.assemble import assemble_trial
-from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialSpec
+from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialSlot
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import TrialError, TrialResult
 from loaderprof.model.units import MiB
@@ -40,23 +40,23 @@ class FakeRunner:
     # A walk cut short in the middle of epoch 1, having read the main process only:
     # its readings count for the main's own figures and may never be summed.
     cut_walk: bool = False
-    calls: list[tuple[RunConfig, TrialSpec]] = field(default_factory=list)
+    calls: list[tuple[RunConfig, TrialSlot]] = field(default_factory=list)
     _pids: Any = field(default_factory=lambda: itertools.count(1000))
 
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialSpec,
+        slot: TrialSlot,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,
     ) -> TrialResult:
-        self.calls.append((cfg, plan))
+        self.calls.append((cfg, slot))
         # A stable seed (str hashes differ between interpreters).
-        rng = random.Random(zlib.crc32(f"{plan.arm}/{plan.index}/{cfg.seed}".encode()))
-        events, samples, t = self._trial(cfg, plan, rng)
+        rng = random.Random(zlib.crc32(f"{slot.arm}/{slot.index}/{cfg.seed}".encode()))
+        events, samples, t = self._trial(cfg, slot, rng)
         error = None
-        key = (plan.arm, plan.index)
+        key = (slot.arm, slot.index)
         if key in self.fail or key in self.interrupt:
             cut = next(
                 i for i, ev in enumerate(events) if ev["ev"] == "epoch_start" and ev["epoch"] == 2
@@ -68,8 +68,8 @@ class FakeRunner:
             if on_event is not None:
                 on_event(ev)
         result = assemble_trial(
-            arm=plan.arm,
-            index=plan.index,
+            arm=slot.arm,
+            index=slot.index,
             t0_ns=0,
             t_end_ns=t,
             main_pid=1,
@@ -78,13 +78,13 @@ class FakeRunner:
             samples=samples,
             error=error,
         )
-        result = dataclasses.replace(result, role=plan.role, warmup=plan.warmup)
+        result = dataclasses.replace(result, role=slot.role, warmup=slot.warmup)
         if key in self.interrupt:
             raise TrialInterrupted(result) from KeyboardInterrupt()
         return result
 
     def _trial(
-        self, cfg: RunConfig, plan: TrialSpec, rng: random.Random
+        self, cfg: RunConfig, slot: TrialSlot, rng: random.Random
     ) -> tuple[list[Mapping[str, Any]], list[Sample], int]:
         t = int(2.0 * S)
         events: list[Mapping[str, Any]] = [
@@ -99,7 +99,7 @@ class FakeRunner:
         pids: list[int] = []
         tick = 1
         for epoch in range(1, cfg.epochs + 1):
-            fresh = not plan.persistent or epoch == 1
+            fresh = not slot.persistent or epoch == 1
             wall = (self.startup_s if fresh and workers else 0.0) + self.work_s
             wall *= 1 + rng.uniform(-self.jitter, self.jitter)
             start, end = t, t + int(wall * S)
@@ -141,7 +141,7 @@ class FakeRunner:
                 tick += 1
             idle_start, idle_end = end + 1000, end + int(0.15 * S)
             events.append({"ev": "idle_start", "t": idle_start, "pid": 1, "epoch": epoch})
-            held = pids if plan.persistent else []
+            held = pids if slot.persistent else []
             samples.append(Sample(tick, idle_start + 1000, 1, 0, self.main_pss, 100, self.main_pss))
             samples += [
                 Sample(

@@ -20,20 +20,20 @@ from typing import Any
 
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
-from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialRunner, TrialSpec
+from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialRunner, TrialSlot
 from loaderprof.model.results import TrialResult
 
-ARM_PERSISTENT = TrialSpec("persistent", True, 0)
-ARM_NON_PERSISTENT = TrialSpec("non_persistent", False, 0)
+ARM_PERSISTENT = TrialSlot("persistent", True, 0)
+ARM_NON_PERSISTENT = TrialSlot("non_persistent", False, 0)
 
 
-def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialSpec]:
+def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> list[TrialSlot]:
     """Warm-up pairs first, then the `memory` memory pairs (NOTE [timing and memory
     trials]), then the timing pairs, alternating AB / BA throughout."""
     first, second = ARM_PERSISTENT, ARM_NON_PERSISTENT
     if random.Random(seed).random() < 0.5:
         first, second = second, first
-    specs: list[TrialSpec] = []
+    specs: list[TrialSlot] = []
     timing = "timing" if memory else "both"
     for is_warmup, count, role in (
         (True, warmup, "both"),
@@ -42,7 +42,7 @@ def trial_order(trials: int, seed: int, warmup: int = 0, *, memory: int = 0) -> 
     ):
         for i in range(count):
             pair = (first, second) if (len(specs) // 2) % 2 == 0 else (second, first)
-            specs.extend(TrialSpec(p.arm, p.persistent, i, is_warmup, role) for p in pair)
+            specs.extend(TrialSlot(p.arm, p.persistent, i, is_warmup, role) for p in pair)
     return specs
 
 
@@ -51,7 +51,7 @@ class Scheduled:
     """One trial to run: its config, which trial it is, and the group it stops with."""
 
     cfg: RunConfig
-    spec: TrialSpec
+    spec: TrialSlot
     # When a trial of a group fails, the group's later trials are skipped.
     group: str = ""
 
@@ -63,7 +63,7 @@ class ScheduleOutcome:
     interrupted: BaseException | None
 
 
-ProgressCallback = Callable[[TrialSpec, Mapping[str, Any] | None], None]
+ProgressCallback = Callable[[TrialSlot, Mapping[str, Any] | None], None]
 # Given the measured trials so far, whether the run may stop now.
 StopRule = Callable[[Sequence[TrialResult]], bool]
 
@@ -102,7 +102,7 @@ def run_trials(
             if on_progress:
                 on_progress(item.spec, None)
 
-            def forward(ev: Mapping[str, Any], spec: TrialSpec = item.spec) -> None:
+            def forward(ev: Mapping[str, Any], spec: TrialSlot = item.spec) -> None:
                 if on_progress:
                     on_progress(spec, ev)
 

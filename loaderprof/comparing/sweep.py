@@ -22,7 +22,7 @@ from loaderprof.analysis.summary import summarize_arm
 from loaderprof.comparing.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
-from loaderprof.measure.runner import TrialRunner, TrialSpec
+from loaderprof.measure.runner import TrialRunner, TrialSlot
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
     SCHEMA_VERSION,
@@ -253,7 +253,7 @@ def _schedule(cfg: RunConfig, points: list[SweepPoint]) -> list[Scheduled]:
         order = list(points)
         random.Random(cfg.seed + i).shuffle(order)
         out += [
-            Scheduled(_point_config(cfg, p), TrialSpec(p.label, p.persistent, i), group=p.label)
+            Scheduled(_point_config(cfg, p), TrialSlot(p.label, p.persistent, i), group=p.label)
             for p in order
         ]
     return out
@@ -274,9 +274,9 @@ def run_sweep(
     by_label = {p.label: p for p in points}
     imported: dict[str, Any] = {}
     total = len(points) * cfg.fixed_trials
-    started: list[TrialSpec] = []
+    started: list[TrialSlot] = []
 
-    def forward(spec: TrialSpec, ev: Mapping[str, Any] | None) -> None:
+    def forward(spec: TrialSlot, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
             started.append(spec)
         elif ev.get("ev") == "imported" and not imported:

@@ -39,7 +39,7 @@ EventCallback = Callable[[Mapping[str, Any]], None]
 
 
 @dataclass(frozen=True)
-class TrialSpec:
+class TrialSlot:
     """Which trial to run: its arm, its place in the order, its role. Not a plan: the
     plan is the schedule of trials (adaptive or fixed) that these make up."""
 
@@ -68,7 +68,7 @@ class TrialRunner(Protocol):
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialSpec,
+        slot: TrialSlot,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,
@@ -133,9 +133,9 @@ class _Watch:
     interrupted: BaseException | None = None
 
 
-def _files(plan: TrialSpec, workdir: Path) -> dict[str, Path]:
-    prefix = "w" if plan.warmup else "m" if plan.role == "memory" else ""
-    tag = f"{prefix}{plan.index:02d}-{plan.arm}"
+def _files(slot: TrialSlot, workdir: Path) -> dict[str, Path]:
+    prefix = "w" if slot.warmup else "m" if slot.role == "memory" else ""
+    tag = f"{prefix}{slot.index:02d}-{slot.arm}"
     return {
         k: workdir / f"{tag}.{k}"
         for k in ("events.jsonl", SPEC_SUFFIX, "stdout.log", "stderr.log", "paused")
@@ -175,22 +175,22 @@ def _start(
 
 def run_trial(
     cfg: RunConfig,
-    plan: TrialSpec,
+    slot: TrialSlot,
     workdir: Path,
     *,
     on_event: EventCallback | None = None,
     template: Template | None = None,
 ) -> TrialResult:
-    files = _files(plan, workdir)
+    files = _files(slot, workdir)
     events_path = files["events.jsonl"]
-    if plan.role == "timing":
+    if slot.role == "timing":
         # NOTE [timing and memory trials]: the pause after each epoch is where idle
         # memory is sampled; a timing trial samples nothing, so it needs none.
         cfg = dataclasses.replace(cfg, idle_ms=0.0)
     TrialSpec(
         events_path=str(events_path),
-        persistent=plan.persistent,
-        pause_ack_path=str(files["paused"]) if plan.deep and cfg.sample_interval_ms > 0 else None,
+        persistent=slot.persistent,
+        pause_ack_path=str(files["paused"]) if slot.deep and cfg.sample_interval_ms > 0 else None,
         config=cfg.to_dict(),
     ).write(files[SPEC_SUFFIX])
     cwd = os.getcwd()
@@ -212,8 +212,8 @@ def run_trial(
                 template_pid=template.pid if template is not None else None,
             )
             sampler.start()
-        pauses = _Pauses(files["paused"]) if sampler is not None and plan.deep else None
-        _follow(proc, reader, sampler, cfg, plan, watch, on_event, pauses)
+        pauses = _Pauses(files["paused"]) if sampler is not None and slot.deep else None
+        _follow(proc, reader, sampler, cfg, slot, watch, on_event, pauses)
     except BaseException as exc:  # KeyboardInterrupt / our signal exception
         watch.interrupted = exc
     finally:
@@ -227,7 +227,7 @@ def run_trial(
         watch.events.append(ev)
         if on_event is not None:
             on_event(ev)
-    result = _result(cfg, plan, proc, watch, sampler, files["stderr.log"])
+    result = _result(cfg, slot, proc, watch, sampler, files["stderr.log"])
     if watch.interrupted is not None:
         # Hand the partial trial to the scheduler with the interrupt.
         raise TrialInterrupted(result) from watch.interrupted
@@ -280,7 +280,7 @@ def _follow(
     reader: EventReader,
     sampler: TreeSampler | None,
     cfg: RunConfig,
-    plan: TrialSpec,
+    slot: TrialSlot,
     watch: _Watch,
     on_event: EventCallback | None,
     pauses: _Pauses | None = None,
@@ -292,7 +292,7 @@ def _follow(
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
-            if sampler is not None and not plan.deep:
+            if sampler is not None and not slot.deep:
                 _steer(sampler, ev, cfg)
             elif sampler is not None:
                 if ev["ev"] == Ev.EPOCH_START:
@@ -324,7 +324,7 @@ def _follow(
 
 def _result(
     cfg: RunConfig,
-    plan: TrialSpec,
+    slot: TrialSlot,
     proc: ChildProcess,
     watch: _Watch,
     sampler: TreeSampler | None,
@@ -342,8 +342,8 @@ def _result(
         watch.t_end,
     )
     result = assemble_trial(
-        arm=plan.arm,
-        index=plan.index,
+        arm=slot.arm,
+        index=slot.index,
         t0_ns=watch.t0,
         t_end_ns=watch.t_end,
         main_pid=proc.pid,
@@ -375,7 +375,7 @@ def _result(
             "that moment are missing",
         )
     return dataclasses.replace(
-        result, sampler=stats, warmup=plan.warmup, role=plan.role, warnings=warnings
+        result, sampler=stats, warmup=slot.warmup, role=slot.role, warnings=warnings
     )
 
 
@@ -391,19 +391,19 @@ class TemplateRunner:
     def __call__(
         self,
         cfg: RunConfig,
-        plan: TrialSpec,
+        slot: TrialSlot,
         workdir: Path,
         *,
         on_event: EventCallback | None = None,
     ) -> TrialResult:
         template = None if cfg.fresh_interpreter else self._start(cfg, workdir)
         try:
-            result = run_trial(cfg, plan, workdir, on_event=on_event, template=template)
+            result = run_trial(cfg, slot, workdir, on_event=on_event, template=template)
         except TemplateError as exc:
             # Raised before the trial started: run it in a fresh interpreter instead.
             self.close()
             self._failed = str(exc)
-            result = run_trial(cfg, plan, workdir, on_event=on_event)
+            result = run_trial(cfg, slot, workdir, on_event=on_event)
         if self._failed is not None and not cfg.fresh_interpreter:
             note = f"trials ran in fresh interpreters: the trial template failed ({self._failed})"
             result = dataclasses.replace(result, warnings=(*result.warnings, note))
