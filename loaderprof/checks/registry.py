@@ -34,6 +34,7 @@ from loaderprof.checks.series import (
 )
 from loaderprof.checks.state import check_state
 from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.measure.readings import copy_window
 from loaderprof.model.results import (
     ARM_LABEL,
     CHECK_FINDINGS,
@@ -106,14 +107,16 @@ def _reading(t: TrialResult, w: WorkerResult) -> _Reading | None:
     if line is None or not spans:
         return None
     inside = line.in_window or (True,) * len(line.t_s)
-    points = [
-        (ts, u, r)
-        for ts, u, r, ok in zip(line.t_s, line.uss_bytes, line.rss_bytes, inside, strict=False)
-        if u is not None and ok and ts >= spans[0][0]
-    ]
-    if len(points) < 2:
+    window = copy_window(
+        [
+            (ts, u, r)
+            for ts, u, r, ok in zip(line.t_s, line.uss_bytes, line.rss_bytes, inside, strict=False)
+            if u is not None and ok and ts >= spans[0][0]
+        ]
+    )
+    if window is None:
         return None
-    (t0, u0, r0), (t1, u1, r1) = points[0], max(points[1:], key=lambda p: p[1])
+    (t0, u0, r0), (t1, u1, r1) = window
     read = sum(n for end, n in spans if t0 < end <= t1)
     if read <= 0:
         return None

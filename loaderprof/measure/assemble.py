@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import (
     BatchSpan,
@@ -63,7 +64,7 @@ def assemble_trial(
     own = _own_collections(by_kind, t_end_ns)
     inside = _in_window(samples, lo, hi, own)
     kept = {(s.tick, s.pid) for s in inside}
-    summable = {g[0].tick: len(g) for g in _deep_ticks(samples)}
+    summable = {g[0].tick: len(g) for g in deep_ticks(samples)}
     per_pid = _per_process(samples)
     inits = {ev["pid"]: ev for ev in by_kind["worker_init"]}
     workers = _workers(inits, windows, by_kind, _per_process(inside), gone_ns or {}, clock)
@@ -161,12 +162,12 @@ def _held_during_val(
     """USS the train loader's workers hold while the validation pass runs: the peak
     of each pass's whole walks, the median over epochs (0 where the pool is gone)."""
     ends = {ev["epoch"]: ev["t"] for ev in by_kind.get("val_end", [])}
-    deep = _deep_ticks(inside)
+    deep = deep_ticks(inside)
     held: list[int] = []
     for ev in by_kind.get("val_start", []):
         if ev["epoch"] not in ends:
             continue
-        walks = [g for g in deep if _in_pause(g, ev["t"], ends[ev["epoch"]])]
+        walks = [g for g in deep if in_pause(g, ev["t"], ends[ev["epoch"]])]
         sums = [sum(s.uss or 0 for s in g if s.pid in train) for g in walks]
         if sums:
             held.append(max(sums))
@@ -502,7 +503,7 @@ def _shutdown_peak(
     lo = closing[0]["t"]
     ends = [evs[0]["t"] for kind in ("loader_closed", "error") if (evs := by_kind.get(kind))]
     hi = min(ends, default=t_end_ns)
-    ticks = _deep_ticks(s for s in samples if lo <= s.t_ns <= hi)
+    ticks = deep_ticks(s for s in samples if lo <= s.t_ns <= hi)
     if any(s.pss is None for g in ticks for s in g):
         return None
     return max((sum(s.pss or 0 for s in g) for g in ticks), default=None)
@@ -583,12 +584,6 @@ def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _in_pause(samples: Iterable[Sample], lo: int, hi: int) -> bool:
-    """Read wholly inside the pause [lo, hi]: begun after its start, over before its
-    end (a tick that runs into the next epoch reads that epoch's state)."""
-    return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in samples)
-
-
 def _states(
     series: Sequence[Sample], idle_windows: Sequence[tuple[int, int, int]], t0_ns: int
 ) -> tuple[WorkerState, ...]:
@@ -599,7 +594,7 @@ def _states(
         return ()
     picked: list[tuple[int, Sample]] = [(0, held[0])]
     for lo, hi, epoch in idle_windows:
-        inside = [s for s in held if _in_pause((s,), lo, hi)]
+        inside = [s for s in held if in_pause((s,), lo, hi)]
         if inside:
             picked.append((epoch, inside[-1]))
     out = []
@@ -624,15 +619,6 @@ def _shm_base(
     return before[-1] if before else shm_used[0][1]
 
 
-def _deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
-    """Walks that read USS/PSS of every process while the tree held still: only
-    those can be summed."""
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
-
-
 def _memory(
     samples: Sequence[Sample],
     main_pid: int,
@@ -646,7 +632,7 @@ def _memory(
     ticks: dict[int, list[Sample]] = defaultdict(list)
     for s in samples:
         ticks[s.tick].append(s)
-    deep = _deep_ticks(samples)
+    deep = deep_ticks(samples)
 
     def total(group: list[Sample], attr: str, only: set[int] | None = None) -> int | None:
         # None when a process's figure was not measured (psutil without PSS): a
@@ -665,7 +651,7 @@ def _memory(
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi, _ in idle_windows:
-        in_window = [g for g in deep if _in_pause(g, lo, hi)]
+        in_window = [g for g in deep if in_pause(g, lo, hi)]
         if not in_window:
             continue
         uss = peak([total(g, "uss", worker_pids) for g in in_window])
@@ -686,15 +672,5 @@ def _memory(
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
         deep_samples=len(deep),
-        # Counted in the ticker's readings only: each is one pass over the tree within
-        # a few ms, where a walk may run long enough to see one pool exit and the next
-        # one start (a validation pool after a non-persistent train pool).
-        peak_worker_processes=max(
-            (
-                sum(1 for s in g if s.pid in worker_pids)
-                for g in ticks.values()
-                if all(s.uss is None for s in g)
-            ),
-            default=None,
-        ),
+        peak_worker_processes=peak_worker_processes(samples, worker_pids),
     )

@@ -195,7 +195,7 @@ class ProcessTimeline:
     in_window: tuple[bool, ...] = ()
     # Per sample: how many processes its walk read, where that walk read every one
     # while the tree held still (the only readings a sum over processes may use:
-    # `assemble._deep_ticks`); 0 for RSS-only ticks and walks that cannot be summed.
+    # `readings.deep_ticks`); 0 for RSS-only ticks and walks that cannot be summed.
     # A sum over one walk is whole when it has that many readings (past the detail
     # cap a timeline may keep only some). Empty in reports written before it.
     walk_processes: tuple[int, ...] = ()

@@ -6,10 +6,11 @@ from collections.abc import Callable, Sequence
 
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
+from loaderprof.measure.readings import peak_worker_processes
 from loaderprof.model.environment import environment
 from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
-from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.run import WatchRun, run_watch
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.measure.readings import peak_worker_processes
+from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.session import exit_code_of
 
