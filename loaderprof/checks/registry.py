@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loaderprof.checks.catalogue import checked
 from loaderprof.checks.growth import leaked_handles, memory_growth
 from loaderprof.checks.loader import (
     check_idle_workers,
@@ -37,7 +38,6 @@ from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window
 from loaderprof.model.results import (
     ARM_LABEL,
-    CHECK_FINDINGS,
     ArmResult,
     Finding,
     Report,
@@ -491,32 +491,33 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
 
 
 def checks_run(report: Report) -> list[str]:
-    """The checks that had what they need in this report (so "no findings" means
-    something: a check without data cannot find anything)."""
+    """The ids (`catalogue.CATALOGUE`) of the checks that had what they need in this
+    report (so "no findings" means something: a check without data cannot find
+    anything)."""
     trials = [t for arm in report.arms.values() for t in arm.trials]
     sampled = any(w.states for t in trials for w in t.workers)
     fork = report.environment.get("start_method") or report.config["loader"]["mp_context"]
     ran = {
-        "stale worker state, repeated randomness": any(t.dataset_states for t in trials),
-        "leaked handles, memory growth": sampled,
+        "state": any(t.dataset_states for t in trials),
+        "growth": sampled,
         "copy-on-read": sampled and fork == "fork",
-        "iterable sharding": report.extras.get("dataset_kind") == "iterable",
+        "iterable": report.extras.get("dataset_kind") == "iterable",
         "order": any(e.order_digest for t in trials for e in t.epochs),
-        "content digests": any(e.content_digest for t in trials for e in t.epochs),
-        "/dev/shm, cgroup limits": any(t.shm_size_bytes for t in trials),
-        "worker start-up": any(w.started_s is not None for t in trials for w in t.workers),
+        "content": any(e.content_digest for t in trials for e in t.epochs),
+        "limits": any(t.shm_size_bytes for t in trials),
+        "startup": any(w.started_s is not None for t in trials for w in t.workers),
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
-        "idle workers": any(e.worker_pids for t in trials for e in t.epochs),
+        "idle": any(e.worker_pids for t in trials for e in t.epochs),
         "stragglers": report.config["loader"].get("in_order") is not False
         and any(w.median_batch_s is not None for t in trials for w in t.workers),
     }
-    return [name for name, did in ran.items() if did]
+    return [cid for cid, did in ran.items() if did]
 
 
 def findings_checked(report: Report) -> tuple[str, ...]:
     """Every finding id whose check ran (a gate on any other cannot pass honestly)."""
-    return tuple(dict.fromkeys(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name]))
+    return checked(checks_run(report))
 
 
 def find(report: Report) -> tuple[Finding, ...]:
