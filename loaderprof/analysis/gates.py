@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from loaderprof.checks.catalogue import FINDING_IDS
 from loaderprof.errors import UsageError
 from loaderprof.model.results import (
-    FINDING_IDS,
     UNINFORMATIVE_FACTOR,
     GateResult,
     GateStatus,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from loaderprof.measure import readings
 from loaderprof.model.results import ArmSummary, Stat, TrialResult
 
 NOISY_REL_IQR = 0.10
@@ -168,27 +169,11 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
 
 def workers_reused(trials: Sequence[TrialResult]) -> bool | None:
     """True: epochs 2..N ran on the workers of epoch 1. False: every epoch started
-    its own workers. None: neither (or nothing to tell from)."""
-    reused = fresh = True
-    seen_steady = False
-    for t in trials:
-        started_so_far: set[int] = set()
-        for e in t.epochs:
-            new, served = set(e.new_worker_pids), set(e.worker_pids)
-            if e.epoch >= 2:
-                seen_steady = True
-                if new or not served <= started_so_far:
-                    reused = False
-                if not new or not served <= new:
-                    fresh = False
-            started_so_far |= new
-    if not seen_steady:
-        return None
-    if reused and not fresh:
-        return True
-    if fresh and not reused:
-        return False
-    return None
+    its own workers. None: neither (or nothing to tell from). One rule for compare
+    and watch (`measure.readings.workers_reused`)."""
+    return readings.workers_reused(
+        [(e.epoch, e.new_worker_pids, e.worker_pids) for e in t.epochs] for t in trials
+    )
 
 
 def noise_warnings(name: str, s: ArmSummary) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loaderprof.checks.catalogue import checked
 from loaderprof.checks.growth import leaked_handles, memory_growth
 from loaderprof.checks.loader import (
     check_idle_workers,
@@ -34,9 +35,9 @@ from loaderprof.checks.series import (
 )
 from loaderprof.checks.state import check_state
 from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.measure.readings import copy_window
 from loaderprof.model.results import (
     ARM_LABEL,
-    CHECK_FINDINGS,
     ArmResult,
     Finding,
     Report,
@@ -105,14 +106,16 @@ def _reading(t: TrialResult, w: WorkerResult) -> _Reading | None:
     if line is None or not spans:
         return None
     inside = line.in_window or (True,) * len(line.t_s)
-    points = [
-        (ts, u, r)
-        for ts, u, r, ok in zip(line.t_s, line.uss_bytes, line.rss_bytes, inside, strict=False)
-        if u is not None and ok and ts >= spans[0][0]
-    ]
-    if len(points) < 2:
+    window = copy_window(
+        [
+            (ts, u, r)
+            for ts, u, r, ok in zip(line.t_s, line.uss_bytes, line.rss_bytes, inside, strict=False)
+            if u is not None and ok and ts >= spans[0][0]
+        ]
+    )
+    if window is None:
         return None
-    (t0, u0, r0), (t1, u1, r1) = points[0], max(points[1:], key=lambda p: p[1])
+    (t0, u0, r0), (t1, u1, r1) = window
     read = sum(n for end, n in spans if t0 < end <= t1)
     if read <= 0:
         return None
@@ -487,32 +490,33 @@ CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (
 
 
 def checks_run(report: Report) -> list[str]:
-    """The checks that had what they need in this report (so "no findings" means
-    something: a check without data cannot find anything)."""
+    """The ids (`catalogue.CATALOGUE`) of the checks that had what they need in this
+    report (so "no findings" means something: a check without data cannot find
+    anything)."""
     trials = [t for arm in report.arms.values() for t in arm.trials]
     sampled = any(w.states for t in trials for w in t.workers)
     fork = report.environment.get("start_method") or report.config["loader"]["mp_context"]
     ran = {
-        "stale worker state, repeated randomness": any(t.dataset_states for t in trials),
-        "leaked handles, memory growth": sampled,
+        "state": any(t.dataset_states for t in trials),
+        "growth": sampled,
         "copy-on-read": sampled and fork == "fork",
-        "iterable sharding": report.extras.get("dataset_kind") == "iterable",
+        "iterable": report.extras.get("dataset_kind") == "iterable",
         "order": any(e.order_digest for t in trials for e in t.epochs),
-        "content digests": any(e.content_digest for t in trials for e in t.epochs),
-        "/dev/shm, cgroup limits": any(t.shm_size_bytes for t in trials),
-        "worker start-up": any(w.started_s is not None for t in trials for w in t.workers),
+        "content": any(e.content_digest for t in trials for e in t.epochs),
+        "limits": any(t.shm_size_bytes for t in trials),
+        "startup": any(w.started_s is not None for t in trials for w in t.workers),
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
-        "idle workers": any(e.worker_pids for t in trials for e in t.epochs),
+        "idle": any(e.worker_pids for t in trials for e in t.epochs),
         "stragglers": report.config["loader"].get("in_order") is not False
         and any(w.median_batch_s is not None for t in trials for w in t.workers),
     }
-    return [name for name, did in ran.items() if did]
+    return [cid for cid, did in ran.items() if did]
 
 
 def findings_checked(report: Report) -> tuple[str, ...]:
     """Every finding id whose check ran (a gate on any other cannot pass honestly)."""
-    return tuple(dict.fromkeys(fid for name in checks_run(report) for fid in CHECK_FINDINGS[name]))
+    return checked(checks_run(report))
 
 
 def find(report: Report) -> tuple[Finding, ...]:

@@ -174,14 +174,15 @@ class RunOptions:
     )
     sample_interval: float | None = opt(
         "--sample-interval",
-        help="Memory sampling interval in ms; 0 turns sampling off (default: 50).",
+        help="Memory sampling interval in ms (default: 50); 0 turns a compare's sampling "
+        "off (watch needs ≥ 5).",
         panel=MEASUREMENT,
     )
     uss_interval: float | None = opt(
         "--uss-interval",
-        help="Most time between USS/PSS samples while an epoch is timed, ms (reading them "
+        help="Most time between USS/PSS samples while an epoch runs, ms (reading them "
         "walks page tables and slows the loader; they are also read whenever RSS rises, "
-        "and on every sample between epochs) (default: 500).",
+        "and on every sample between compare's epochs) (default: 500).",
         panel=MEASUREMENT,
     )
     idle_ms: float | None = opt(
@@ -307,7 +308,7 @@ class GateOptions:
         "--fail-on",
         help="Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
         "peak_worker_uss:<=1.5GiB, first_batch_s:+10% (against --baseline), "
-        "finding:ID.",
+        "finding:ID (watch: finding:ID only, and only when the command succeeded).",
         panel=GATES,
         cli_type=list[str] | None,
     )
@@ -336,7 +337,9 @@ class OutputOptions:
         "--csv", help="Write one tidy row per trial × epoch here.", panel=OUTPUTS
     )
     markdown: Path | None = opt(
-        "--markdown", help="Write tables, verdict and gates as Markdown.", panel=OUTPUTS
+        "--markdown",
+        help="Write the tables, verdict, gates and findings as Markdown.",
+        panel=OUTPUTS,
     )
     junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
     html: Path | None = opt(

@@ -18,7 +18,6 @@ from typing import Any
 from loaderprof.inside.events import Ev
 from loaderprof.measure.memory import (
     ByKind,
-    deep_ticks,
     held_during_val,
     idle_windows,
     in_window,
@@ -32,6 +31,7 @@ from loaderprof.measure.memory import (
     window_memory,
     worker_states,
 )
+from loaderprof.measure.readings import deep_ticks
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import (
     BatchSpan,

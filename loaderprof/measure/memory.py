@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loaderprof.inside.events import Ev
+from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import TrialMemory, WorkerState
 
@@ -80,21 +81,6 @@ def in_window(
     ]
 
 
-def deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
-    """Walks that read USS/PSS of every process while the tree held still: only
-    those can be summed."""
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
-
-
-def _in_pause(samples: Iterable[Sample], lo: int, hi: int) -> bool:
-    """Read wholly inside the pause [lo, hi]: begun after its start, over before its
-    end (a tick that runs into the next epoch reads that epoch's state)."""
-    return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in samples)
-
-
 def idle_windows(
     by_kind: ByKind,
 ) -> list[tuple[int, int, int]]:
@@ -139,7 +125,7 @@ def window_memory(
     idle_uss: list[int] = []
     idle_pss: list[int] = []
     for lo, hi, _ in pauses:
-        walks = [g for g in deep if _in_pause(g, lo, hi)]
+        walks = [g for g in deep if in_pause(g, lo, hi)]
         if not walks:
             continue
         uss = whole_peak([total(g, "uss", worker_pids) for g in walks])
@@ -160,17 +146,7 @@ def window_memory(
         peak_main_rss_bytes=max((s.rss for s in main), default=None),
         samples=len(ticks),
         deep_samples=len(deep),
-        # Counted in the ticker's readings only: each is one pass over the tree within
-        # a few ms, where a walk may run long enough to see one pool exit and the next
-        # one start (a validation pool after a non-persistent train pool).
-        peak_worker_processes=max(
-            (
-                sum(1 for s in g if s.pid in worker_pids)
-                for g in ticks.values()
-                if all(s.uss is None for s in g)
-            ),
-            default=None,
-        ),
+        peak_worker_processes=peak_worker_processes(samples, worker_pids),
     )
 
 
@@ -183,7 +159,7 @@ def held_during_val(inside: Sequence[Sample], train: set[int], by_kind: ByKind) 
     for ev in by_kind.get(Ev.VAL_START, []):
         if ev["epoch"] not in ends:
             continue
-        walks = [g for g in deep if _in_pause(g, ev["t"], ends[ev["epoch"]])]
+        walks = [g for g in deep if in_pause(g, ev["t"], ends[ev["epoch"]])]
         sums = [sum(s.uss or 0 for s in g if s.pid in train) for g in walks]
         if sums:
             held.append(max(sums))
@@ -238,7 +214,7 @@ def worker_states(
         return ()
     picked: list[tuple[int, Sample]] = [(0, held[0])]
     for lo, hi, epoch in pauses:
-        inside = [s for s in held if _in_pause((s,), lo, hi)]
+        inside = [s for s in held if in_pause((s,), lo, hi)]
         if inside:
             picked.append((epoch, inside[-1]))
     out = []

@@ -195,7 +195,7 @@ class ProcessTimeline:
     in_window: tuple[bool, ...] = ()
     # Per sample: how many processes its walk read, where that walk read every one
     # while the tree held still (the only readings a sum over processes may use:
-    # `measure.memory.deep_ticks`); 0 for RSS-only ticks and walks that cannot be summed.
+    # `measure.readings.deep_ticks`); 0 for RSS-only ticks and walks that cannot be summed.
     # A sum over one walk is whole when it has that many readings (past the detail
     # cap a timeline may keep only some). Empty in reports written before it.
     walk_processes: tuple[int, ...] = ()
@@ -570,36 +570,6 @@ class GateResult:
     informative: bool = True
 
 
-# Each check, by the name the tables show, and the findings it can report.
-CHECK_FINDINGS: dict[str, tuple[str, ...]] = {
-    "stale worker state, repeated randomness": ("stale-worker-state", "repeated-randomness"),
-    "leaked handles, memory growth": (
-        "leaked-files",
-        "leaked-inet",
-        "leaked-threads",
-        "leaked-children",
-        "state-carried",
-        "memory-grows-every-epoch",
-    ),
-    "copy-on-read": ("copy-on-read",),
-    "iterable sharding": ("iterable-duplicates", "iterable-length"),
-    "order": ("order-repeats", "order-differs-between-arms"),
-    "content digests": (
-        "rng-carried-in-workers",
-        "content-not-reproducible",
-        "repeated-randomness",
-    ),
-    "/dev/shm, cgroup limits": ("shm-near-limit", "cgroup-memory-near-limit"),
-    "stragglers": ("straggler",),
-    "shutdown": ("workers-outlive-loader",),
-    "threads": ("thread-oversubscription",),
-    "worker start-up": ("large-pickle", "serial-startup"),
-    "idle workers": ("idle-workers",),
-}
-# Every finding id a check can report (gates may name one: `finding:ID`).
-FINDING_IDS = tuple(dict.fromkeys(fid for ids in CHECK_FINDINGS.values() for fid in ids))
-
-
 @dataclass(frozen=True)
 class Finding:
     """Something a lifecycle check found, with its evidence in figures."""
@@ -720,7 +690,8 @@ class Report:
     # Under torchrun: every rank's figures and the per-node totals (rank 0 only).
     distributed: DistributedSummary | None = None
     projection: Projection | None = None
-    # The finding ids whose check had the data to run (see findings.checks_run).
+    # The finding ids whose check had the data to run (`checks.catalogue.ran` names
+    # those checks).
     findings_checked: tuple[str, ...] = ()
     plan: PlanInfo | None = None
 

@@ -213,9 +213,9 @@ def _checks(report: Report, verbose: bool) -> list[RenderableType]:
         return [findings_panel(report.findings) if verbose else brief_findings(report.findings)]
     if not any(t.epochs for arm in report.arms.values() for t in arm.trials):
         return []
-    from loaderprof.checks.registry import checks_run
+    from loaderprof.checks.catalogue import ran as checks_ran
 
-    ran = checks_run(report)
+    ran = checks_ran(report.findings_checked)
     if not ran:
         return [Text("lifecycle checks: none had the data to run", style="yellow")]
     names = ", ".join(ran) if verbose else f"{len(ran)} checks ran; -v names them"

@@ -1,7 +1,8 @@
 """Every file output behind one interface, and the one place files are written.
 
 An exporter says which option asks for it, which report kinds it can write
-(a compare report, a sweep report) and renders a report to text or bytes.
+(a compare report, a sweep report, a watched run's) and renders a report to text or
+bytes.
 `check_targets` refuses, before any trial runs, what could not be written;
 `export` renders and writes each file atomically (a temp file in the same
 directory, then a rename: a reader never sees a half-written report).
@@ -21,8 +22,10 @@ from typing import Any, Literal, Protocol
 
 from loaderprof.errors import UsageError
 from loaderprof.model.results import Report, SweepReport
+from loaderprof.model.watch import WatchReport
 
-ReportKind = Literal["compare", "sweep"]
+ReportKind = Literal["compare", "sweep", "watch"]
+AnyReport = Report | SweepReport | WatchReport
 
 
 class Exporter(Protocol):
@@ -82,9 +85,9 @@ def _csv(report: Any, strict: bool) -> str:
 
 
 def _markdown(report: Any, strict: bool) -> str:
-    from loaderprof.report.markdown import to_markdown
+    from loaderprof.report.markdown import to_markdown, watch_markdown
 
-    return to_markdown(report)
+    return watch_markdown(report) if isinstance(report, WatchReport) else to_markdown(report)
 
 
 def _html(report: Any, strict: bool) -> str:
@@ -100,30 +103,38 @@ def _junit(report: Any, strict: bool) -> str:
 
 
 def _trace(report: Any, strict: bool) -> str:
+    if isinstance(report, WatchReport):
+        from loaderprof.report.watch_trace import to_watch_trace_json
+
+        return to_watch_trace_json(report)
     from loaderprof.report.trace import to_trace_json
 
     return to_trace_json(report)
 
 
+_ALL: frozenset[ReportKind] = frozenset({"compare", "sweep", "watch"})
 _BOTH: frozenset[ReportKind] = frozenset({"compare", "sweep"})
 _COMPARE: frozenset[ReportKind] = frozenset({"compare"})
+_COMPARE_WATCH: frozenset[ReportKind] = frozenset({"compare", "watch"})
 
 # Keyed by the OutputOptions / GateOptions field that asks for it.
 EXPORTERS: dict[str, Exporter] = {
-    "json": _Text("--json", _BOTH, _json),
+    "json": _Text("--json", _ALL, _json),
     "save_baseline": _Text("--save-baseline", _COMPARE, _json),
     "csv": _Text("--csv", _BOTH, _csv),
-    "markdown": _Text("--markdown", _COMPARE, _markdown),
+    "markdown": _Text("--markdown", _COMPARE_WATCH, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),
     "html": _Text("--html", _COMPARE, _html),
-    "trace": _Text("--trace", _COMPARE, _trace),
+    "trace": _Text("--trace", _COMPARE_WATCH, _trace),
     "plot": _Plot(),
 }
 
 Target = tuple[str, "str | Path"]
 
 
-def kind_of(report: Report | SweepReport) -> ReportKind:
+def kind_of(report: AnyReport) -> ReportKind:
+    if isinstance(report, WatchReport):
+        return "watch"
     return "sweep" if isinstance(report, SweepReport) else "compare"
 
 
@@ -151,7 +162,7 @@ def check_targets(kind: ReportKind, targets: Sequence[Target], what: str = "") -
             require_matplotlib()
 
 
-def export(report: Report | SweepReport, targets: Sequence[Target], *, strict: bool) -> None:
+def export(report: AnyReport, targets: Sequence[Target], *, strict: bool) -> None:
     for name, path in targets:
         data = EXPORTERS[name].render(report, suffix=Path(str(path)).suffix, strict=strict)
         if str(path) == "-":

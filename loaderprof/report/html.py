@@ -224,10 +224,10 @@ def _th(i: int, cell: str) -> str:
 def _findings(report: Report) -> list[str]:
     out = ['<section id="findings">', "<h2>Lifecycle findings</h2>"]
     if not report.findings:
-        from loaderprof.checks.registry import checks_run
+        from loaderprof.checks.catalogue import ran as checks_ran
 
         measured = any(t.epochs for arm in report.arms.values() for t in arm.trials)
-        ran = checks_run(report) if measured else []
+        ran = checks_ran(report.findings_checked) if measured else []
         text = f"no findings ({', '.join(ran)})" if ran else "none: no check had the data to run"
         return [*out, f"<p>{_e(text)}</p>", "</section>"]
     for f in report.findings:

@@ -9,14 +9,19 @@ from typing import Any
 
 from loaderprof.errors import UsageError
 from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport, from_dict, to_dict
+from loaderprof.model.watch import WatchReport
 
 
-def to_json(report: Report | SweepReport, *, indent: int | None = 2) -> str:
+def to_json(report: Report | SweepReport | WatchReport, *, indent: int | None = 2) -> str:
     return json.dumps(to_dict(report), indent=indent, allow_nan=False) + "\n"
 
 
-def load_schema() -> dict[str, Any]:
-    text = resources.files("loaderprof").joinpath("schemas/report-v1.schema.json").read_text()
+# The JSON schema of each kind of report (a sweep's is the compare report's).
+_SCHEMAS = {"compare": "report-v1.schema.json", "watch": "watch-v1.schema.json"}
+
+
+def load_schema(kind: str = "compare") -> dict[str, Any]:
+    text = resources.files("loaderprof").joinpath(f"schemas/{_SCHEMAS[kind]}").read_text()
     data: dict[str, Any] = json.loads(text)
     return data
 

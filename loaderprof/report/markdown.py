@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from loaderprof.model.results import ARM_LABEL, Report
+from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.watch import WatchReport
 from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -75,3 +77,35 @@ def to_markdown(report: Report) -> str:
     for e in report.errors:
         lines.append(f"> ❌ {e.message}")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def watch_markdown(report: WatchReport) -> str:
+    """A watched run: its loaders in one table, then its findings."""
+    lines = [
+        f"### loaderprof watch: `{' '.join(report.command)}`",
+        "",
+        f"Exit status {report.exit_code} · {fmt_seconds(report.wall_s)} · "
+        f"{len(report.loaders)} DataLoader(s) · most worker processes at once: "
+        f"{report.peak_worker_processes}",
+        "",
+        "| loader | built at | workers | persistent | epochs | reused | steady epoch | "
+        "peak USS / worker |",
+        "|---|---|---:|---|---:|---|---:|---:|",
+    ]
+    for ld in report.loaders:
+        steady = fmt_seconds(ld.steady_epoch_s.median) if ld.steady_epoch_s else "–"
+        peak = fmt_bytes(ld.peak_worker_uss_bytes) if ld.peak_worker_uss_bytes else "–"
+        reused = {True: "yes", False: "no", None: "–"}[ld.workers_reused]
+        lines.append(
+            f"| {ld.id} | `{ld.site}` | {ld.num_workers} | "
+            f"{'yes' if ld.persistent_workers else 'no'} | {len(ld.epochs)} | {reused} | "
+            f"{steady} | {peak} |"
+        )
+    lines.append("")
+    if report.findings:
+        lines.append("**Findings**")
+        lines.append("")
+        lines += [f"- **{f.severity}** `{f.id}`: {f.title}. Fix: {f.fix}" for f in report.findings]
+    else:
+        lines.append("No findings.")
+    return "\n".join(lines) + "\n"

@@ -41,7 +41,7 @@ class MemorySeries:
 
     Sums over processes (the workers' USS stacked, the PSS total) are drawn at the
     walks that read every process while the tree held still (`walk_processes`,
-    from `measure.memory.deep_ticks`), and only those: a walk cut short, or one
+    from `measure.readings.deep_ticks`), and only those: a walk cut short, or one
     process read ahead of the rest, summed as if it were the tree, draws a dip
     that did not happen. A process's own line may use every reading of it."""
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import DatasetState, Stat
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
@@ -38,14 +39,6 @@ def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
             ev = {**ev, "loader": names[ev["loader"]]}
         out[ev["ev"]].append(ev)
     return out
-
-
-def whole_walks(samples: Sequence[Sample]) -> list[list[Sample]]:
-    """Walks that read USS of every process while the tree held still."""
-    ticks: dict[int, list[Sample]] = defaultdict(list)
-    for s in samples:
-        ticks[s.tick].append(s)
-    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
 
 
 def _workers(
@@ -98,10 +91,7 @@ def _with_handles(
             inside = [
                 s
                 for s in samples
-                if s.pid == w.pid
-                and s.handles is not None
-                and lo <= s.t_ns
-                and (s.read_ns or s.t_ns) <= hi
+                if s.pid == w.pid and s.handles is not None and in_pause((s,), lo, hi)
             ]
             if inside:
                 h = inside[-1].handles
@@ -128,15 +118,17 @@ def _with_reading(
             out.append(w)
             continue
         first = served[0].start_s + (served[0].first_batch_s or 0.0)
-        points = sorted(
-            ((s.t_ns - t0) / NS, s.uss, s.rss)
-            for s in samples
-            if s.pid == w.pid and s.uss is not None and (s.t_ns - t0) / NS >= first
+        window = copy_window(
+            sorted(
+                ((s.t_ns - t0) / NS, s.uss, s.rss)
+                for s in samples
+                if s.pid == w.pid and s.uss is not None and (s.t_ns - t0) / NS >= first
+            )
         )
-        if len(points) < 2:
+        if window is None:
             out.append(w)
             continue
-        (a, u0, r0), (b, u1, r1) = points[0], max(points[1:], key=lambda p: p[1] or 0)
+        (a, u0, r0), (b, u1, r1) = window
         read = sum(
             (e.batches or 0)
             * (batch_size or 1)
@@ -151,7 +143,7 @@ def _with_reading(
             dataclasses.replace(
                 w,
                 read_start_uss_bytes=u0,
-                read_uss_growth_bytes=(u1 or 0) - (u0 or 0),
+                read_uss_growth_bytes=u1 - u0,
                 read_rss_growth_bytes=r1 - r0,
                 read_samples=round(read),
             )
@@ -209,14 +201,12 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
 
 
 def _reused(epochs: Sequence[WatchedEpoch], num_workers: int) -> bool | None:
-    later = [e for e in epochs[1:] if e.end_s is not None]
-    if num_workers == 0 or not later:
+    """By compare's rule (`workers_reused`), over the epochs that ended (and the first,
+    which started the pool)."""
+    if num_workers == 0:
         return None
-    if all(not e.new_worker_pids for e in later):
-        return True
-    if all(e.new_worker_pids for e in later):
-        return False
-    return None
+    ran = [e for e in epochs if e.index == 1 or e.end_s is not None]
+    return workers_reused([[(e.index, e.new_worker_pids, e.worker_pids) for e in ran]])
 
 
 def _idle_series(
@@ -234,11 +224,7 @@ def _idle_series(
         if a.end_s is None:
             continue
         lo, hi = t0 + int(a.end_s * NS), t0 + int(b.start_s * NS)
-
-        def inside(g: Sequence[Sample], lo: int = lo, hi: int = hi) -> bool:
-            return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in g)
-
-        uss = [sum(s.uss or 0 for s in g if s.pid in pids) for g in walks if inside(g)]
+        uss = [sum(s.uss or 0 for s in g if s.pid in pids) for g in walks if in_pause(g, lo, hi)]
         ticks: dict[int, list[Sample]] = defaultdict(list)
         for s in samples:
             if s.pid in pids and lo <= s.t_ns <= hi:
@@ -257,7 +243,7 @@ def loaders(
     t0: int,
     t_end: int,
 ) -> tuple[WatchedLoader, ...]:
-    walks = whole_walks(samples)
+    walks = deep_ticks(samples)
     out = []
     for ev in evs["loader_created"]:
         lid = str(ev["loader"])
@@ -323,17 +309,3 @@ def pools(found: Sequence[WatchedLoader], t_end_s: float) -> tuple[PoolSpan, ...
             if starts:
                 out.append(PoolSpan(ld.id, min(starts), max(ends), len(ws)))
     return tuple(sorted(out, key=lambda p: p.start_s))
-
-
-def peak_worker_processes(samples: Sequence[Sample], worker_pids: set[int]) -> int | None:
-    """The most worker processes alive at once, in the ticker's readings (one quick
-    pass each; a walk can outlast one pool and see the next)."""
-    ticks: dict[int, set[int]] = defaultdict(set)
-    for s in samples:
-        if s.uss is not None:
-            continue
-        if s.pid in worker_pids:
-            ticks[s.tick].add(s.pid)
-        else:
-            ticks.setdefault(s.tick, set())
-    return max((len(v) for v in ticks.values()), default=None)

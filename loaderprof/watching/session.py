@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from loaderprof.config.run import RunConfig
+from loaderprof.errors import UsageError
+from loaderprof.measure.readings import peak_worker_processes
 from loaderprof.model.environment import environment
 from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
-from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.run import WatchRun, run_watch
 
@@ -48,17 +51,42 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     )
 
 
+# The sampler's shortest honest interval (as `compare` allows), in ms.
+_MIN_INTERVAL_MS = 5.0
+
+
+def check_intervals(sample_ms: float | None, uss_ms: float | None) -> tuple[float, float]:
+    """The intervals to sample at, ms (None: compare's defaults, `RunConfig`'s). A real
+    run is always sampled: an interval too short to read /proc in would spin the sampler
+    on the CPUs the training needs."""
+    sample_ms = RunConfig.sample_interval_ms if sample_ms is None else sample_ms
+    uss_ms = RunConfig.uss_interval_ms if uss_ms is None else uss_ms
+    if sample_ms < _MIN_INTERVAL_MS:
+        raise UsageError(
+            f"--sample-interval {sample_ms:g} ms: use ≥ {_MIN_INTERVAL_MS:g} ms (each reading "
+            "goes through /proc for every process of the command)"
+        )
+    if uss_ms < sample_ms:
+        raise UsageError(
+            f"--uss-interval {uss_ms:g} ms must be ≥ --sample-interval ({sample_ms:g} ms)"
+        )
+    return sample_ms, uss_ms
+
+
 def watch(
     command: Sequence[str],
     *,
-    interval_ms: float = 50.0,
-    uss_interval_ms: float = 500.0,
+    sample_interval: float | None = None,
+    uss_interval: float | None = None,
     on_tick: Callable[[float], None] | None = None,
 ) -> WatchReport:
+    """Run `command` to its end, sampled every `sample_interval` ms (USS/PSS at most
+    every `uss_interval` ms), and report what its DataLoaders did."""
+    sample_ms, uss_ms = check_intervals(sample_interval, uss_interval)
     run = run_watch(
         command,
-        interval_s=interval_ms / 1000,
-        uss_interval_s=uss_interval_ms / 1000,
+        interval_s=sample_ms / 1000,
+        uss_interval_s=uss_ms / 1000,
         on_tick=on_tick,
     )
     return build_watch_report(run)

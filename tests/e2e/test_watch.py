@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT, TESTS, finish, run_cli
-from loaderprof.report.watch_export import load_watch_schema
+from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ def _watch(
     out = tmp_path / "w.json"
     run = run_cli("watch", "--json", str(out), *extra, "--", sys.executable, str(script), env=env)
     report = json.loads(out.read_text())
-    jsonschema.validate(report, load_watch_schema(), cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(report, load_schema("watch"), cls=jsonschema.Draft202012Validator)
     return run, report
 
 
@@ -111,6 +111,39 @@ def test_persistent_train_and_val_loaders(tmp_path: Path) -> None:
     lives = {e["pid"] for e in trace if e.get("cat") == "worker"}
     assert lives == {w["pid"] for ld in report["loaders"] for w in ld["workers"]}
     assert "| L1 |" in (tmp_path / "w.md").read_text()
+
+
+def test_the_api_returns_the_report_the_cli_writes(tmp_path: Path) -> None:
+    """`loaderprof.watch(...)`: the same pipeline as `loaderprof watch`, its report
+    returned (and writable by the same registry, to the same schema)."""
+    import loaderprof
+    from loaderprof.model.watch import WatchReport
+    from loaderprof.report.json_report import to_json
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        HEADER
+        + textwrap.dedent(
+            """
+            loader = DataLoader(Items(), batch_size=4, num_workers=2, persistent_workers=True)
+            for epoch in range(2):
+                for batch in loader:
+                    pass
+            sys.exit(3)
+            """
+        )
+    )
+    ticks: list[float] = []
+    report = loaderprof.watch(
+        [sys.executable, str(script)], sample_interval=20, uss_interval=100, on_tick=ticks.append
+    )
+    assert isinstance(report, WatchReport) and report.exit_code == 3
+    (ld,) = report.loaders
+    assert ld.site == _site(tmp_path, "loader = DataLoader")
+    assert len(ld.epochs) == 2 and ld.workers_reused is True
+    jsonschema.validate(
+        json.loads(to_json(report)), load_schema("watch"), cls=jsonschema.Draft202012Validator
+    )
 
 
 def test_a_loader_rebuilt_every_epoch_and_the_exit_status(tmp_path: Path) -> None:

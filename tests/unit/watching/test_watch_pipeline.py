@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
+from loaderprof.measure.readings import peak_worker_processes
+from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.session import exit_code_of
 
@@ -98,9 +99,9 @@ def test_the_watch_schema_names_every_field() -> None:
     import dataclasses
 
     from loaderprof.model.watch import WatchedEpoch, WatchedLoader, WatchedWorker, WatchReport
-    from loaderprof.report.watch_export import load_watch_schema
+    from loaderprof.report.json_report import load_schema
 
-    schema = load_watch_schema()
+    schema = load_schema("watch")
     assert set(schema["properties"]) == {f.name for f in dataclasses.fields(WatchReport)}
     for cls in (WatchedLoader, WatchedEpoch, WatchedWorker):
         props = schema["$defs"][cls.__name__]["properties"]
@@ -134,10 +135,12 @@ def test_growth_needs_new_memory_and_handles_need_to_rise_every_epoch() -> None:
 
 
 def test_watch_sampling_intervals_are_checked_before_the_command_runs() -> None:
-    from loaderprof.commands.watch import check_intervals
     from loaderprof.errors import UsageError
+    from loaderprof.watching.session import check_intervals
 
-    check_intervals(50.0, 500.0)
+    assert check_intervals(50.0, 500.0) == (50.0, 500.0)
+    # Not given: compare's defaults, from the one RunConfig.
+    assert check_intervals(None, None) == (50.0, 500.0)
     with pytest.raises(UsageError, match="--sample-interval 0 ms: use ≥ 5 ms"):
         check_intervals(0.0, 500.0)
     with pytest.raises(UsageError, match="--uss-interval 10 ms must be ≥"):

@@ -1,0 +1,92 @@
+"""Pure: what the sampler's readings may be used for, one rule each, shared by
+compare's assembly (`measure.assemble`, `checks`) and watch's (`watching`).
+
+Which walks can be summed, which readings speak for a pause, how many worker
+processes were alive at once, whether later epochs reused the workers, and the
+window a copy-on-read reading spans.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+
+from loaderprof.measure.sampler import Sample
+
+
+def deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
+    """Walks that read USS/PSS of every process while the tree held still: only
+    those can be summed."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    return [g for g in ticks.values() if all(s.uss is not None and s.whole for s in g)]
+
+
+def in_pause(samples: Iterable[Sample], lo: int, hi: int) -> bool:
+    """Read wholly inside the pause [lo, hi] (monotonic ns): begun after its start,
+    over before its end (a tick that runs into the next epoch reads that epoch's
+    state)."""
+    return all(lo <= s.t_ns and (s.read_ns or s.t_ns) <= hi for s in samples)
+
+
+def peak_worker_processes(samples: Iterable[Sample], worker_pids: Collection[int]) -> int | None:
+    """The most worker processes alive at once, counted in the ticker's readings only:
+    each is one pass over the tree within a few ms, where a walk may run long enough
+    to see one pool exit and the next one start (a validation pool after a
+    non-persistent train pool). None: no tick was read."""
+    ticks: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        ticks[s.tick].append(s)
+    return max(
+        (
+            sum(1 for s in g if s.pid in worker_pids)
+            for g in ticks.values()
+            if all(s.uss is None for s in g)
+        ),
+        default=None,
+    )
+
+
+# One epoch of a run, as (epoch number from 1, the workers it started, the workers
+# that served it).
+EpochWorkers = tuple[int, Collection[int], Collection[int]]
+
+
+def workers_reused(runs: Iterable[Iterable[EpochWorkers]]) -> bool | None:
+    """True: epochs 2..N of every run ran on workers started before them. False: every
+    one of those epochs started its own workers and ran on them alone. None: neither
+    (or no epoch 2 to tell from)."""
+    reused = fresh = True
+    seen_steady = False
+    for epochs in runs:
+        started_so_far: set[int] = set()
+        for number, started, served_by in epochs:
+            new, served = set(started), set(served_by)
+            if number >= 2:
+                seen_steady = True
+                if new or not served <= started_so_far:
+                    reused = False
+                if not new or not served <= new:
+                    fresh = False
+            started_so_far |= new
+    if not seen_steady:
+        return None
+    if reused and not fresh:
+        return True
+    if fresh and not reused:
+        return False
+    return None
+
+
+# A worker's reading: (seconds, USS, RSS).
+Point = tuple[float, int, int]
+
+
+def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
+    """NOTE [copy-on-read]: of a worker's (time, USS, RSS) readings from its first batch
+    on, in time order, the first (what it copied while starting is paid by then) and
+    the USS peak after it; None with fewer than two."""
+    if len(points) < 2:
+        return None
+    return points[0], max(points[1:], key=lambda p: p[1])

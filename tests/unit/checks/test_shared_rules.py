@@ -1,0 +1,143 @@
+"""One rule each: compare's checks and watch's findings give the same answer to the same
+readings (memory growth with new memory behind it, copy-on-read)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+
+import loaderprof
+from fakes import FakeRunner
+from loaderprof.checks import registry
+from loaderprof.measure.sampler import Sample
+from loaderprof.model.results import BatchSpan, ProcessTimeline, Report, WorkerState
+from loaderprof.model.watch import WatchedLoader
+from loaderprof.watching import findings
+from loaderprof.watching.assemble import by_kind, loaders
+
+MiB = 1024 * 1024
+S = 1_000_000_000
+PID = 201
+
+
+@pytest.fixture(scope="module")
+def report() -> Report:
+    return loaderprof.compare(
+        "loaderprof.examples:CheapDataset", epochs=3, trials=1, runner=FakeRunner()
+    )
+
+
+def _watched(samples: Sequence[Sample] = ()) -> WatchedLoader:
+    """A persistent forked loader whose one worker (PID) served epochs at 0.5 s and 4 s."""
+    evs: list[dict[str, object]] = [
+        {"ev": "loader_created", "t": S // 10, "pid": 100, "loader": "100.1",
+         "site": "train.py:9", "num_workers": 1, "persistent_workers": True,
+         "batch_size": 10, "start_method": "fork"},
+        {"ev": "worker_init", "t": int(0.6 * S), "pid": PID, "worker_id": 0, "loader": "100.1"},
+    ]  # fmt: skip
+    for start in (0.5, 4.0):
+        evs += [
+            {"ev": "iter_start", "t": int(start * S), "pid": 100, "loader": "100.1"},
+            {"ev": "iter_first_batch", "t": int((start + 0.4) * S), "pid": 100, "loader": "100.1"},
+            {"ev": "iter_end", "t": int((start + 3) * S), "pid": 100, "loader": "100.1",
+             "batches": 20},
+        ]  # fmt: skip
+    (ld,) = loaders(by_kind(evs), samples, {}, 0, 8 * S)
+    return ld
+
+
+def _compare_grows(report: Report, uss: Sequence[int], rss: Sequence[int]) -> bool:
+    """The persistent arm's first worker holding `uss`/`rss` in the pause after each epoch."""
+    arm = report.arms["persistent"]
+    t = arm.trials[0]
+    states = [WorkerState(0, 0.1, uss[0], rss[0], 1, 0, 1, 0)]
+    states += [
+        WorkerState(i, i * 1.0, u, r, 1, 0, 1, 0)
+        for i, (u, r) in enumerate(zip(uss, rss, strict=True), 1)
+    ]
+    workers = tuple(
+        dataclasses.replace(w, states=tuple(states) if k == 0 else ())
+        for k, w in enumerate(t.workers)
+    )
+    others = [
+        dataclasses.replace(o, workers=tuple(dataclasses.replace(w, states=()) for w in o.workers))
+        for o in arm.trials[1:]
+    ]
+    trials = (dataclasses.replace(t, workers=workers), *others)
+    arms = {**report.arms, "persistent": dataclasses.replace(arm, trials=trials)}
+    found = registry.check_memory_growth(dataclasses.replace(report, arms=arms))
+    return [f.id for f in found] == ["memory-grows-every-epoch"]
+
+
+def _watch_grows(uss: Sequence[int], rss: Sequence[int]) -> bool:
+    ld = dataclasses.replace(_watched(), idle_uss_by_epoch=tuple(uss), idle_rss_by_epoch=tuple(rss))
+    return [f.id for f in findings.check_growth([ld])] == ["memory-grows-every-epoch"]
+
+
+@pytest.mark.parametrize(
+    ("rss_growth_mib", "grows"),
+    [
+        (30, True),  # new memory: RSS grew with USS
+        (9, True),  # above a quarter of the 32 MiB USS grew
+        (7, False),  # below it: pages copied on a write, already in RSS
+        (0, False),
+    ],
+)
+def test_memory_growth_is_one_rule(report: Report, rss_growth_mib: int, grows: bool) -> None:
+    uss = [50 * MiB, 66 * MiB, 82 * MiB]
+    rss = [200 * MiB, 200 * MiB + rss_growth_mib * MiB // 2, 200 * MiB + rss_growth_mib * MiB]
+    assert _compare_grows(report, uss, rss) is grows
+    assert _watch_grows(uss, rss) is grows
+
+
+def _compare_copies(report: Report, uss: Sequence[int], rss: Sequence[int]) -> bool:
+    """The persistent arm's first trial: its first worker read at 1, 2, 3 s after its first
+    batch, a batch made between the first two readings."""
+    arm = report.arms["persistent"]
+    pid = arm.trials[0].workers[0].pid
+    line = ProcessTimeline(
+        pid, "worker", 0, (1.0, 2.0, 3.0), tuple(rss), tuple(uss), (None,) * 3, (True,) * 3
+    )
+    batches = (BatchSpan(pid, 0.5, 0.9, 100), BatchSpan(pid, 1.2, 1.8, 100))
+    t = dataclasses.replace(arm.trials[0], timeline=(line,), batches=batches)
+    quiet = [dataclasses.replace(o, timeline=()) for o in arm.trials[1:]]
+    arms = {
+        name: dataclasses.replace(
+            a,
+            trials=(t, *quiet)
+            if name == "persistent"
+            else tuple(dataclasses.replace(o, timeline=()) for o in a.trials),
+        )
+        for name, a in report.arms.items()
+    }
+    environment = {**report.environment, "start_method": "fork"}
+    forked = dataclasses.replace(report, arms=arms, environment=environment)
+    return [f.id for f in registry.check_copy_on_read(forked)] == ["copy-on-read"]
+
+
+def _watch_copies(uss: Sequence[int], rss: Sequence[int]) -> bool:
+    samples = [
+        Sample(k, int(ts * S), PID, 100, r, u, None, read_ns=int(ts * S))
+        for k, (ts, u, r) in enumerate(zip((1.0, 2.0, 3.0), uss, rss, strict=True))
+    ]
+    return [f.id for f in findings.check_copy_on_read([_watched(samples)])] == ["copy-on-read"]
+
+
+@pytest.mark.parametrize(
+    ("uss_growth_mib", "rss_growth_mib", "copies"),
+    [
+        (64, 0, True),  # USS rose with reading, RSS flat
+        (64, 30, True),  # RSS below half as much
+        (64, 34, False),  # above half: new memory, not copies
+        (12, 0, False),  # under 16 MiB
+    ],
+)
+def test_copy_on_read_is_one_rule(
+    report: Report, uss_growth_mib: int, rss_growth_mib: int, copies: bool
+) -> None:
+    uss = [100 * MiB, 100 * MiB + uss_growth_mib * MiB, 100 * MiB + uss_growth_mib * MiB // 2]
+    rss = [300 * MiB, 300 * MiB + rss_growth_mib * MiB, 300 * MiB + rss_growth_mib * MiB // 2]
+    assert _compare_copies(report, uss, rss) is copies
+    assert _watch_copies(uss, rss) is copies

@@ -1,0 +1,94 @@
+"""A watched run's files go through the one exporter registry, as compare's do."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import typer
+
+from loaderprof.commands import watch
+from loaderprof.config.options import GateOptions, OutputOptions, RunOptions
+from loaderprof.errors import UsageError
+from loaderprof.model.watch import WatchReport
+from loaderprof.report.exporters import EXPORTERS, check_targets, export, kind_of
+from loaderprof.report.json_report import load_schema
+from loaderprof.watching.run import WatchRun
+from loaderprof.watching.session import build_watch_report
+
+S = 1_000_000_000
+
+
+def _report() -> WatchReport:
+    evs: list[dict[str, object]] = [
+        {
+            "ev": "loader_created",
+            "t": S // 10,
+            "pid": 100,
+            "loader": "100.1",
+            "site": "train.py:9",
+            "cls": "torch.utils.data.DataLoader",
+            "num_workers": 2,
+            "persistent_workers": True,
+            "batch_size": 4,
+            "start_method": "fork",
+            "dataset_type": "x.D",
+            "dataset_len": 32,
+        }
+    ]
+    for k, start in enumerate((1.0, 2.0)):
+        evs.append({"ev": "iter_start", "t": int(start * S), "pid": 100, "loader": "100.1"})
+        evs.append({"ev": "iter_end", "t": int((start + 0.5) * S), "pid": 100, "loader": "100.1"})
+        if k == 0:
+            evs += [
+                {
+                    "ev": "worker_init",
+                    "t": int(1.01 * S),
+                    "pid": p,
+                    "worker_id": w,
+                    "loader": "100.1",
+                }
+                for w, p in enumerate((201, 202))
+            ]
+    run = WatchRun(("python", "train.py"), 0, 0, 3 * S, evs, [], {}, (), 0.01, None)
+    return build_watch_report(run)
+
+
+def test_watch_json_markdown_and_trace_are_written_by_the_registry(tmp_path: Path) -> None:
+    report = _report()
+    assert kind_of(report) == "watch"
+    targets = [(name, tmp_path / f"w.{name}") for name in ("json", "markdown", "trace")]
+    check_targets("watch", targets)
+    export(report, targets, strict=False)
+    data = json.loads((tmp_path / "w.json").read_text())
+    jsonschema.validate(data, load_schema("watch"), cls=jsonschema.Draft202012Validator)
+    assert data["kind"] == "watch" and [ld["id"] for ld in data["loaders"]] == ["L1"]
+    assert "| L1 | `train.py:9` | 2 | yes | 2 | yes |" in (tmp_path / "w.markdown").read_text()
+    trace = json.loads((tmp_path / "w.trace").read_text())
+    assert any(e.get("name") == "epoch 2" for e in trace["traceEvents"])
+
+
+def test_the_registry_refuses_what_a_watch_report_cannot_be(tmp_path: Path) -> None:
+    able = {name for name, e in EXPORTERS.items() if "watch" in e.kinds}
+    assert able == {"json", "markdown", "trace"}
+    with pytest.raises(UsageError, match=r"a watch report exports only --json, --markdown"):
+        check_targets("watch", [("csv", tmp_path / "w.csv")])
+
+
+def test_the_watch_command_takes_its_flags_from_the_options_model() -> None:
+    app = typer.Typer()
+    watch.register(app)
+    (cmd,) = app.registered_commands
+    params = inspect.signature(cmd.callback).parameters  # type: ignore[arg-type]
+    model = {
+        f.name: f
+        for group in (OutputOptions, GateOptions, RunOptions)
+        for f in dataclasses.fields(group)
+    }
+    for name in ("json", "markdown", "trace", "fail_on", "sample_interval", "uss_interval"):
+        info = params[name].annotation.__metadata__[0]
+        assert info.help == model[name].metadata["help"], name
