@@ -97,7 +97,7 @@ def prepare(
     gate_list = load_gates(gates.fail_on, gates.gates, file_values.get("gates"))
     check_needs_baseline(gate_list, gates.baseline is not None or baseline is not None)
     if baseline is None and gates.baseline is not None:
-        baseline = read_report(gates.baseline)
+        baseline = read_report(gates.baseline, needs="--baseline takes a compare report")
     return Prepared(cfg, tuple(gate_list), gates.strict, baseline, gates.baseline)
 
 
