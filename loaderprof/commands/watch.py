@@ -11,6 +11,7 @@ import typer
 
 from loaderprof.commands import params
 from loaderprof.commands.common import stderr_console, stdout_console
+from loaderprof.config.options import WatchStopOptions
 from loaderprof.errors import UsageError
 
 
@@ -41,6 +42,7 @@ def register(app: typer.Typer) -> None:
             "uss_interval", float, 500.0, "--uss-interval", "Most time between USS/PSS walks, ms."
         ),
     ]
+    ps += params.options(WatchStopOptions)
     doc = (
         "Run COMMAND unchanged (after --) and report what its DataLoaders did: every "
         "loader, its epochs, workers and memory, and what to fix. Exits with the "
@@ -99,10 +101,13 @@ def run(values: dict[str, Any]) -> int:
             check_writable(path)
     err = stderr_console()
     err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
+    if values["kill_after"] < 0:
+        raise UsageError(f"--kill-after {values['kill_after']:g}: use seconds ≥ 0")
     report = watch(
         values["command"],
         interval_ms=values["sample_interval"],
         uss_interval_ms=values["uss_interval"],
+        kill_after_s=values["kill_after"],
     )
     out = stdout_console(str(json_path) == "-")
     out.print(render(report))

@@ -9,7 +9,7 @@ from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
 from loaderprof.watching.assemble import by_kind, loaders, peak_worker_processes, pools
 from loaderprof.watching.findings import find
-from loaderprof.watching.run import WatchRun, run_watch
+from loaderprof.watching.run import KILL_AFTER_S, WatchRun, run_watch
 
 NS = 1_000_000_000
 
@@ -54,11 +54,13 @@ def watch(
     interval_ms: float = 50.0,
     uss_interval_ms: float = 500.0,
     on_tick: Callable[[float], None] | None = None,
+    kill_after_s: float = KILL_AFTER_S,
 ) -> WatchReport:
     run = run_watch(
         command,
         interval_s=interval_ms / 1000,
         uss_interval_s=uss_interval_ms / 1000,
         on_tick=on_tick,
+        kill_after_s=kill_after_s,
     )
     return build_watch_report(run)
