@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import warnings
 
 from loaderprof.errors import INTERRUPTS, Interrupted
 
@@ -19,7 +20,13 @@ def main(argv: list[str] | None = None) -> None:
     try:
         INTERRUPTS.install()
         args = list(sys.argv[1:] if argv is None else argv)
-        code = _run(args, debug="--debug" in args)
+        debug = "--debug" in args
+        if not debug and not sys.warnoptions:
+            # A library's warning (matplotlib, torch) is not the user's to read: what
+            # matters reaches them as loaderprof's own lines. --debug or -W/PYTHONWARNINGS
+            # show them.
+            warnings.simplefilter("ignore")
+        code = _run(args, debug=debug)
     except Interrupted as exc:
         code = interrupted(exc.signum)
     sys.exit(code)

@@ -20,8 +20,9 @@ def register(app: typer.Typer) -> None:
 
 
 def run(values: dict[str, Any]) -> int:
-    from loaderprof.report.console import print_report, sweep_table
+    from loaderprof.report.console import print_report
     from loaderprof.report.json_report import is_sweep, read_report, read_sweep
+    from loaderprof.report.sweep_console import sweep_table
 
     values = dict(values)
     path = values.pop("path")

@@ -47,7 +47,7 @@ def run(values: dict[str, Any]) -> int:
     INTERRUPTS.install()
     from loaderprof import api
     from loaderprof.comparing.sweep import expand, run_sweep
-    from loaderprof.report.console import sweep_table
+    from loaderprof.report.sweep_console import sweep_table
 
     values = dict(values)
     dataset = values.pop("dataset", None)
