@@ -99,7 +99,7 @@ def prepare(
     gate_list = load_gates(gates.fail_on, gates.gates, file_values.get("gates"))
     check_needs_baseline(gate_list, gates.baseline is not None or baseline is not None)
     if baseline is None and gates.baseline is not None:
-        baseline = read_report(gates.baseline)
+        baseline = read_report(gates.baseline, needs="--baseline takes a compare report")
     return Prepared(cfg, tuple(gate_list), gates.strict, baseline, gates.baseline)
 
 
@@ -300,14 +300,22 @@ def watch(
     sample_interval: float | None = None,
     uss_interval: float | None = None,
     on_tick: Callable[[float], None] | None = None,
+    kill_after: float | None = None,
 ) -> WatchReport:
     """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
     the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
     built, their epochs, workers and memory, and the findings. `sample_interval` and
     `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
-    `on_tick(seconds)` is called about every 0.2 s while the command runs."""
+    `on_tick(seconds)` is called about every 0.2 s while the command runs; `kill_after`
+    is the seconds the command has to stop by itself after an interrupt is forwarded
+    to it (default: the CLI's `--kill-after`)."""
+    from loaderprof.config.options import WatchStopOptions
     from loaderprof.watching.session import watch as run_watched
 
     return run_watched(
-        command, sample_interval=sample_interval, uss_interval=uss_interval, on_tick=on_tick
+        command,
+        sample_interval=sample_interval,
+        uss_interval=uss_interval,
+        on_tick=on_tick,
+        kill_after_s=WatchStopOptions().kill_after if kill_after is None else kill_after,
     )

@@ -1,92 +1,44 @@
-"""The command-line entry point: assembles the Typer app and maps errors to exit codes.
+"""The command-line entry point: signals first, then the Typer app (`commands/app.py`).
 
 Each verb lives in `loaderprof/commands/`. Heavy modules (torch, pandas, numpy)
 are imported inside the commands, never at module level, so `loaderprof
---help` and `--version` start instantly.
+--help` and `--version` start instantly. `main` takes SIGINT/SIGTERM/SIGHUP
+before anything else is imported (typer included), so a signal in the first
+millisecond ends the run with its own exit code and one line, as a later one does.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
-from typing import Annotated
+import warnings
 
-import typer
-from typer._click import exceptions as click_exc
-
-from loaderprof.commands import compare, diff, plan, report, sweep, watch
-from loaderprof.errors import ExitCode, LoaderprofError
-from loaderprof.version import __version__
-
-app = typer.Typer(
-    name="loaderprof",
-    help="Profile the worker lifecycle of PyTorch DataLoaders: does persistent_workers "
-    "pay for your dataset?",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"loaderprof {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def root(
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = False,
-) -> None:
-    """loaderprof measures DataLoader workers: start-up, epoch latency, memory."""
-
-
-for _module in (compare, report, diff, sweep, plan, watch):
-    _module.register(app)
+from loaderprof.errors import INTERRUPTS, Interrupted
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    sys.exit(_run(args, debug="--debug" in args))
+    try:
+        INTERRUPTS.install()
+        args = list(sys.argv[1:] if argv is None else argv)
+        debug = "--debug" in args
+        if not debug and not sys.warnoptions:
+            # A library's warning (matplotlib, torch) is not the user's to read: what
+            # matters reaches them as loaderprof's own lines. --debug or -W/PYTHONWARNINGS
+            # show them.
+            warnings.simplefilter("ignore")
+        code = _run(args, debug=debug)
+    except Interrupted as exc:
+        code = interrupted(exc.signum)
+    sys.exit(code)
+
+
+def interrupted(signum: int) -> int:
+    """The one line a run that a signal ended before it had a report prints."""
+    sys.stderr.write(f"loaderprof: interrupted by {signal.Signals(signum).name}\n")
+    return 128 + signum
 
 
 def _run(args: list[str], *, debug: bool) -> int:
-    """Every error that escapes a command becomes one line and its exit code, here."""
-    command = typer.main.get_command(app)
-    try:
-        rv = command.main(args=args, prog_name="loaderprof", standalone_mode=False)
-        return rv if isinstance(rv, int) else int(ExitCode.OK)
-    except click_exc.NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-        return int(ExitCode.OK)
-    except click_exc.UsageError as exc:
-        sub = f" {exc.ctx.info_name}" if exc.ctx and exc.ctx.parent else ""
-        sys.stderr.write(
-            f"loaderprof: error: {exc.format_message()} (see 'loaderprof{sub} --help')\n"
-        )
-        return int(ExitCode.USAGE)
-    except click_exc.ClickException as exc:
-        sys.stderr.write(f"loaderprof: error: {exc.format_message()}\n")
-        return int(ExitCode.USAGE)
-    except LoaderprofError as exc:
-        if debug and exc.detail:
-            sys.stderr.write(exc.detail.rstrip() + "\n")
-        sys.stderr.write(f"loaderprof: error: {exc.message}\n")
-        return int(exc.exit_code)
-    except (KeyboardInterrupt, typer.Abort):
-        sys.stderr.write("loaderprof: interrupted\n")
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        # The reader went away (`| head`); nothing more to say to it.
-        return int(ExitCode.OK)
-    except Exception:
-        if debug:
-            raise
-        import traceback
+    from loaderprof.commands.app import run
 
-        last = traceback.format_exc().strip().splitlines()[-1]
-        sys.stderr.write(f"loaderprof: internal error: {last} (rerun with --debug)\n")
-        return int(ExitCode.INTERNAL)
+    return run(args, debug=debug)

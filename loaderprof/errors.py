@@ -6,7 +6,11 @@ errors to exit codes in exactly one place.
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
+from types import FrameType
 
 
 class ExitCode(IntEnum):
@@ -14,8 +18,13 @@ class ExitCode(IntEnum):
     GATE_FAILED = 1
     USAGE = 2
     RUN_FAILED = 3
+    # Measured everything and printed it, but an output file could not be written:
+    # not a failed run, and not a success a CI job may take the files of.
+    NOT_SAVED = 4
     # A bug in loaderprof itself (EX_SOFTWARE).
     INTERNAL = 70
+    # 128 + the signal that ended the run, as a shell reports a process it killed.
+    HANGUP = 129
     INTERRUPTED = 130
     TERMINATED = 143
 
@@ -36,3 +45,78 @@ class UsageError(LoaderprofError):
     """Bad flag, bad config, dataset that cannot be found or built."""
 
     exit_code = ExitCode.USAGE
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP ending the run, carrying which. A BaseException, as
+    KeyboardInterrupt is, so no `except Exception` swallows it; not a KeyboardInterrupt,
+    which click turns into an Abort that forgets the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class Interrupts:
+    """What a signal does to the run, one state per process (`INTERRUPTS`).
+
+    `cli.main` installs it before anything heavy is imported, so a signal in the
+    first millisecond ends the run as one in the middle does. A signal raises
+    `Interrupted`, except: inside `held()` (a teardown that must not be cut short)
+    it waits for the block's end; once `finishing()` (everything measured, only the
+    analysis and the writing left) it is only remembered, so what was measured is
+    still written; and a later one while the first unwinds changes nothing, but in
+    the finishing part, where it ends the run at once.
+    """
+
+    HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._finishing = False
+        self._held = 0
+        self._pending: int | None = None
+
+    def install(self) -> Interrupts:
+        self.signum, self._finishing, self._held, self._pending = None, False, 0, None
+        for sig in self.HANDLED:
+            signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if self._finishing:
+            if first:
+                return
+        elif not first:
+            return
+        if self._held:
+            self._pending = signum
+            return
+        raise Interrupted(signum)
+
+    def finishing(self) -> None:
+        self._finishing = True
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held and self._pending is not None:
+            signum, self._pending = self._pending, None
+            raise Interrupted(signum)
+
+    def exit_code(self) -> int | None:
+        return None if self.signum is None else 128 + self.signum
+
+
+INTERRUPTS = Interrupts()

@@ -63,6 +63,8 @@ class FakeRunner:
             )
             events = events[: cut + 1]
             error = TrialError("run", "worker_exception", "DataLoader worker 0 raised boom", 2)
+            if key in self.interrupt:  # as the runner records a trial a signal stopped
+                error = TrialError("interrupted", "interrupted", "stopped by an interrupt")
             events.append({"ev": "error", "t": events[-1]["t"] + 1, "pid": 1, "epoch": 2})
         for ev in events:
             if on_event is not None:

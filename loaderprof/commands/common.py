@@ -3,44 +3,20 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.errors import ExitCode
+from loaderprof.errors import INTERRUPTS, ExitCode
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from loaderprof.config.options import GateOptions, OutputOptions
     from loaderprof.config.run import RunConfig
-    from loaderprof.model.results import Report, SweepReport
-    from loaderprof.report.exporters import ReportKind, Target
-
-
-class Signals:
-    """Turns SIGTERM into the same unwinding as Ctrl-C, remembering which it was."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def install(self) -> Signals:
-        signal.signal(signal.SIGINT, self._handle)
-        signal.signal(signal.SIGTERM, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-        raise KeyboardInterrupt
-
-    def exit_code(self) -> int | None:
-        if self.signum is None:
-            return None
-        return int(ExitCode.TERMINATED if self.signum == signal.SIGTERM else ExitCode.INTERRUPTED)
+    from loaderprof.model.results import Report
+    from loaderprof.report.exporters import AnyReport, ReportKind, Target
 
 
 def stderr_console() -> Console:
@@ -82,11 +58,20 @@ class Outputs:
         self.json_to_stdout = bool(outputs and outputs.json == "-")
         self.json_path = outputs.json if outputs and outputs.json != "-" else None
         self.step_summary = os.environ.get("GITHUB_STEP_SUMMARY") or None
+        # The outputs a write failed for, and those written, as given.
+        self.failed: list[str] = []
+        self.written: list[str] = []
 
-    def write(self, report: Report | SweepReport, *, strict: bool = False) -> None:
+    def write(self, report: AnyReport, *, strict: bool = False) -> bool:
+        """Write every output; one that fails is one line naming it and why, and the
+        others are still written. False when any failed (exit 4, NOT_SAVED)."""
         from loaderprof.report.exporters import append_text, export, kind_of
 
-        export(report, self.targets, strict=strict)
+        failures = dict(export(report, self.targets, strict=strict))
+        for path, reason in failures.items():
+            self.failed.append(path)
+            sys.stderr.write(f"loaderprof: error: cannot write {path}: {reason}\n")
+        self.written += [str(p) for _, p in self.targets if str(p) not in failures]
         if self.step_summary and kind_of(report) == "compare":
             from loaderprof.report.markdown import to_markdown
 
@@ -96,6 +81,7 @@ class Outputs:
                 sys.stderr.write(
                     f"loaderprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc}\n"
                 )
+        return not self.failed
 
 
 STAGES = {
@@ -150,9 +136,9 @@ def trial_progress(
         yield on_progress
 
 
-def run_exit_code(report: Report, signals: Signals) -> int:
+def run_exit_code(report: Report) -> int:
     """The exit code a compare run earned before any gate: interrupted, usage, failed, ok."""
-    interrupted = signals.exit_code()
+    interrupted = INTERRUPTS.exit_code()
     if interrupted is not None:
         return interrupted
     categories = {e.category for e in report.errors}
@@ -161,6 +147,22 @@ def run_exit_code(report: Report, signals: Signals) -> int:
     if categories or not report.complete:
         return int(ExitCode.RUN_FAILED)
     return int(ExitCode.OK)
+
+
+def saved_code(saved: bool) -> int:
+    """OK, or NOT_SAVED when an output could not be written (each named already)."""
+    return int(ExitCode.OK if saved else ExitCode.NOT_SAVED)
+
+
+def interrupted_line(outputs: Outputs) -> str:
+    """The closing line of a run a signal ended: which, and where the partial report is."""
+    import signal
+
+    name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
+    json_path = outputs.json_path
+    written = json_path is not None and str(json_path) in outputs.written
+    where = f"; partial report written to {json_path}" if written else ""
+    return f"loaderprof: interrupted by {name}{where}"
 
 
 def error_detail(report: Report) -> str | None:

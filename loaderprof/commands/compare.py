@@ -10,9 +10,9 @@ import typer
 from loaderprof.commands import params
 from loaderprof.commands.common import (
     Outputs,
-    Signals,
     error_detail,
     failed_gates,
+    interrupted_line,
     run_exit_code,
     stderr_console,
     stdout_console,
@@ -20,7 +20,7 @@ from loaderprof.commands.common import (
     warn_inconclusive,
 )
 from loaderprof.config.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
-from loaderprof.errors import ExitCode, UsageError
+from loaderprof.errors import INTERRUPTS, ExitCode, UsageError
 from loaderprof.model.results import error_line
 
 GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
@@ -48,6 +48,7 @@ def register(app: typer.Typer) -> None:
 
 
 def run(values: dict[str, Any], *, check: bool = False) -> int:
+    INTERRUPTS.install()
     from loaderprof import api
 
     values = dict(values)
@@ -56,7 +57,6 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     prep = api.prepare(dataset, run_opts, gate_opts, preset=api.CHECK_PRESET if check else None)
     outputs = Outputs("compare", out_opts, gate_opts)
     err = stderr_console()
-    signals = Signals().install()
     from loaderprof.comparing.ranks import detect, for_rank
 
     ctx = detect()
@@ -66,52 +66,57 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
     with trial_progress(for_rank(prep.cfg, ctx), err, enabled=shown) as on_progress:
         done = api.execute(prep, on_progress=on_progress)
     if done.report is None:  # not rank 0: measured, handed over, silent
-        code = run_exit_code(done.local, signals)
+        code = run_exit_code(done.local)
         # Rank 0 named this rank's failure and exits with its code: the job's exit
         # status comes from there, and only from there.
         reported = api.release(done)
         return int(ExitCode.OK) if reported and code in _REPORTED else code
     try:
-        return _report(done.report, prep, outputs, ui, signals, check, err)
+        return _report(done.report, prep, outputs, ui, check, err)
     finally:
         api.release(done)
 
 
-def _report(
-    report: Any, prep: Any, outputs: Outputs, ui: Any, signals: Signals, check: bool, err: Any
-) -> int:
-    """Rank 0 (or the only process): gates, outputs, tables, the closing line."""
+def _report(report: Any, prep: Any, outputs: Outputs, ui: Any, check: bool, err: Any) -> int:
+    """Rank 0 (or the only process): gates, tables, outputs, the closing line."""
     from loaderprof import api
 
-    code = run_exit_code(report, signals)
+    code = run_exit_code(report)
     failed_ranks = [r for r in report.distributed.ranks if r.failed] if report.distributed else []
     if code == ExitCode.USAGE and not failed_ranks:
         detail = error_detail(report) if ui.debug else None
         raise UsageError(error_line(report) or "invalid input", detail=detail)
     if code == ExitCode.OK and api.gateable(report):
         report = api.finalize(report, prep)
+    saved = True
     if api.measured(report) or report.distributed is not None:
-        # Written even when the run failed: what was measured is never lost.
-        outputs.write(report, strict=prep.strict)
         from loaderprof.report.console import print_report
 
+        # The tables first: a file that cannot be written takes nothing else with it.
         print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
+        # Written even when the run failed: what was measured is never lost.
+        saved = outputs.write(report, strict=prep.strict)
     warn_inconclusive(report, err)
     if failed_ranks:
         # One line per failed rank, as each would print alone; the code of the first.
         for r in failed_ranks:
             sys.stderr.write(f"loaderprof: error: rank {r.rank} (host {r.host}): {r.error}\n")
         return code
-    return _closing(report, code, outputs, prep.strict, ui.debug, check, err)
+    code = _closing(report, code, outputs, prep.strict, ui.debug, check, err)
+    late = INTERRUPTS.exit_code()
+    if late is not None and late != code:
+        # A signal while what was measured was written: it was all written first.
+        err.print(interrupted_line(outputs), style="yellow", highlight=False)
+        return late
+    return int(ExitCode.NOT_SAVED) if code == ExitCode.OK and not saved else code
 
 
 def _closing(
     report: Any, code: int, outputs: Outputs, strict: bool, debug: bool, check: bool, err: Any
 ) -> int:
     """The last line on stderr and the exit code: interrupted, failed, findings, gates."""
-    if code in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):
-        where = f"; partial report written to {outputs.json_path}" if outputs.json_path else ""
-        err.print(f"loaderprof: interrupted{where}", style="yellow", highlight=False)
+    if code in (ExitCode.HANGUP, ExitCode.INTERRUPTED, ExitCode.TERMINATED):
+        err.print(interrupted_line(outputs), style="yellow", highlight=False)
         return code
     if code == ExitCode.RUN_FAILED:
         detail = error_detail(report) if debug else None

@@ -12,6 +12,7 @@ from loaderprof.commands import params
 from loaderprof.commands.common import (
     Outputs,
     failed_gates,
+    saved_code,
     stderr_console,
     stdout_console,
     warn_inconclusive,
@@ -20,6 +21,7 @@ from loaderprof.config.options import GateOptions, OutputOptions, UiOptions, spl
 from loaderprof.errors import ExitCode
 
 OUTPUTS = ("json", "csv", "markdown", "junit", "html")
+_NEEDS = "loaderprof diff reads compare reports"
 
 
 def register(app: typer.Typer) -> None:
@@ -45,7 +47,8 @@ def run(values: dict[str, Any]) -> int:
     gate_opts, out_opts, _ = split(values, GateOptions, OutputOptions, UiOptions)
     gates = api.load_gates(gate_opts.fail_on, gate_opts.gates, None)
     outputs = Outputs("compare", out_opts)
-    old_report, new_report = read_report(old), read_report(new)
+    old_report = read_report(old, needs=_NEEDS)
+    new_report = read_report(new, needs=_NEEDS)
     # Only the seed matters here (the bootstrap behind the gates' intervals).
     cfg = RunConfig(
         dataset=str(new_report.config.get("dataset") or new),
@@ -64,13 +67,13 @@ def run(values: dict[str, Any]) -> int:
         )
     if report.gates:
         console.print(gates_table(report))
-    outputs.write(report, strict=gate_opts.strict)
+    saved = outputs.write(report, strict=gate_opts.strict)
     warn_inconclusive(report, stderr_console())
     if report.gate_status == "fail":
         failed = ", ".join(failed_gates(report, gate_opts.strict))
         sys.stderr.write(f"loaderprof: gate failed: {failed}\n")
         return int(ExitCode.GATE_FAILED)
-    return int(ExitCode.OK)
+    return saved_code(saved)
 
 
 def diff_rows(old: Any, new: Any, *, seed: int) -> list[tuple[str, str, str, str, str]]:

@@ -32,7 +32,7 @@ def plan(
     from loaderprof.report.console import plan_table
     from loaderprof.report.json_report import read_report
 
-    report = read_report(path)
+    report = read_report(path, needs="loaderprof plan reads compare reports")
     w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])
     proj = project(report, ranks=ranks, num_workers=w, arm=arm, environment=environment(None))
     console = Console()

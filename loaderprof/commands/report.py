@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from loaderprof.commands import params
-from loaderprof.commands.common import Outputs, stdout_console
+from loaderprof.commands.common import Outputs, saved_code, stdout_console
 from loaderprof.config.options import OutputOptions, UiOptions, split
 
 
@@ -20,8 +20,9 @@ def register(app: typer.Typer) -> None:
 
 
 def run(values: dict[str, Any]) -> int:
-    from loaderprof.report.console import print_report, sweep_table
+    from loaderprof.report.console import print_report
     from loaderprof.report.json_report import is_sweep, read_report, read_sweep
+    from loaderprof.report.sweep_console import sweep_table
 
     values = dict(values)
     path = values.pop("path")
@@ -29,11 +30,10 @@ def run(values: dict[str, Any]) -> int:
     if is_sweep(path):
         outputs = Outputs("sweep", out_opts, what=f"{path} is a sweep report, which")
         sweep = read_sweep(path)
-        outputs.write(sweep)
         stdout_console(outputs.json_to_stdout).print(sweep_table(sweep, verbose=ui.verbose))
-        return 0
+        return saved_code(outputs.write(sweep))
     outputs = Outputs("compare", out_opts)
-    report = read_report(path)
-    outputs.write(report)
+    # A watch report (or any other kind) is one line naming it, before any output.
+    report = read_report(path, needs="loaderprof report reads compare and sweep reports")
     print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
-    return 0
+    return saved_code(outputs.write(report))

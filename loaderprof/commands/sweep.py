@@ -7,9 +7,14 @@ from typing import Any
 import typer
 
 from loaderprof.commands import params
-from loaderprof.commands.common import Outputs, Signals, stderr_console, stdout_console
+from loaderprof.commands.common import (
+    Outputs,
+    interrupted_line,
+    stderr_console,
+    stdout_console,
+)
 from loaderprof.config.options import OutputOptions, RunOptions, SweepOptions, UiOptions, split
-from loaderprof.errors import ExitCode
+from loaderprof.errors import INTERRUPTS, ExitCode
 
 # A sweep sets these per point; its grid options take their place.
 GRID = ("num_workers", "prefetch_factor", "mp_context")
@@ -39,9 +44,10 @@ def register(app: typer.Typer) -> None:
 
 
 def run(values: dict[str, Any]) -> int:
+    INTERRUPTS.install()
     from loaderprof import api
     from loaderprof.comparing.sweep import expand, run_sweep
-    from loaderprof.report.console import sweep_table
+    from loaderprof.report.sweep_console import sweep_table
 
     values = dict(values)
     dataset = values.pop("dataset", None)
@@ -52,7 +58,6 @@ def run(values: dict[str, Any]) -> int:
     outputs = Outputs("sweep", out_opts)
     points, _ = expand(grid)
     err = stderr_console()
-    signals = Signals().install()
     if not ui.quiet and err.is_terminal:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -73,10 +78,13 @@ def run(values: dict[str, Any]) -> int:
             report = run_sweep(cfg, grid, on_progress=on_progress)
     else:
         report = run_sweep(cfg, grid)
-    outputs.write(report)
+    # The table first: a file that cannot be written takes nothing else with it.
     stdout_console(outputs.json_to_stdout).print(sweep_table(report, verbose=ui.verbose))
-    interrupted = signals.exit_code()
+    saved = outputs.write(report)
+    interrupted = INTERRUPTS.exit_code()
     if interrupted is not None:
-        err.print("loaderprof: interrupted", style="yellow")
+        err.print(interrupted_line(outputs), style="yellow", highlight=False)
         return interrupted
-    return int(ExitCode.OK if report.complete else ExitCode.RUN_FAILED)
+    if not report.complete:
+        return int(ExitCode.RUN_FAILED)
+    return int(ExitCode.OK if saved else ExitCode.NOT_SAVED)

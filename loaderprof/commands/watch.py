@@ -7,8 +7,14 @@ from typing import Any
 import typer
 
 from loaderprof.commands import params
-from loaderprof.commands.common import Outputs, stderr_console, stdout_console
-from loaderprof.config.options import GateOptions, OutputOptions, RunOptions, fill
+from loaderprof.commands.common import Outputs, saved_code, stderr_console, stdout_console
+from loaderprof.config.options import (
+    GateOptions,
+    OutputOptions,
+    RunOptions,
+    WatchStopOptions,
+    fill,
+)
 from loaderprof.errors import UsageError
 
 # Each flag is the options model's own (`config/options.py`): one definition whatever
@@ -26,6 +32,7 @@ def register(app: typer.Typer) -> None:
     ]
     for group, names in _OPTIONS:
         ps += params.options(group, only=names)
+    ps += params.options(WatchStopOptions)
     doc = (
         "Run COMMAND unchanged (after --) and report what its DataLoaders did: every "
         "loader, its epochs, workers and memory, and what to fix. Exits with the "
@@ -45,7 +52,6 @@ def _gates(fail_on: list[str] | tuple[str, ...] | None) -> list[str]:
 
 def run(values: dict[str, Any]) -> int:
     from loaderprof import api
-    from loaderprof.report.exporters import export
     from loaderprof.report.watch_console import render
     from loaderprof.watching.session import check_intervals
 
@@ -56,16 +62,20 @@ def run(values: dict[str, Any]) -> int:
     outputs = Outputs("watch", out_opts)
     err = stderr_console()
     err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
+    if values["kill_after"] < 0:
+        raise UsageError(f"--kill-after {values['kill_after']:g}: use seconds ≥ 0")
     report = api.watch(
         values["command"],
         sample_interval=values["sample_interval"],
         uss_interval=values["uss_interval"],
+        kill_after=values["kill_after"],
     )
+    # The tables first: a file that cannot be written loses nothing that was seen.
     stdout_console(outputs.json_to_stdout).print(render(report))
-    export(report, outputs.targets, strict=False)
+    saved = outputs.write(report)
     found = {f.id for f in report.findings}
     hit = [g for g in gates if g in found]
     if report.exit_code == 0 and hit:
         err.print(f"loaderprof: watch found: {', '.join(hit)}")
         return 1
-    return report.exit_code
+    return report.exit_code or saved_code(saved)

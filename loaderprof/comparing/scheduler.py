@@ -20,7 +20,13 @@ from typing import Any
 
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
-from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialRunner, TrialSlot
+from loaderprof.measure.runner import (
+    Measuring,
+    TemplateRunner,
+    TrialInterrupted,
+    TrialRunner,
+    TrialSlot,
+)
 from loaderprof.model.results import TrialResult
 
 ARM_PERSISTENT = TrialSlot("persistent", True, 0)
@@ -93,7 +99,12 @@ def run_trials(
     run: TrialRunner = runner or default  # type: ignore[assignment]
     results: list[TrialResult] = []
     failed: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp, _closing(default):
+    # The tempdir and the template are gone before `measuring` ends (NOTE [measuring]).
+    with (
+        Measuring() as measuring,
+        tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp,
+        _closing(default),
+    ):
         for item in scheduled:
             if sync is not None:
                 sync()
@@ -116,7 +127,7 @@ def run_trials(
                 failed.add(item.group)
             elif stop is not None and stop(results):
                 break
-    return ScheduleOutcome(tuple(results), None)
+    return ScheduleOutcome(tuple(results), measuring.interrupted)
 
 
 def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:

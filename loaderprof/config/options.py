@@ -402,6 +402,24 @@ class SweepOptions:
     )
 
 
+_KILL_AFTER_S = 10.0
+
+
+@dataclass(frozen=True)
+class WatchStopOptions:
+    """How `watch` stops the command after Ctrl-C (its own entry: the rest of watch's
+    options live beside it)."""
+
+    kill_after: float = opt(
+        "--kill-after",
+        help="Seconds the command has to stop by itself after Ctrl-C or SIGTERM "
+        "(forwarded to it: a training script saves its checkpoint) before SIGTERM, then "
+        f"SIGKILL; a second Ctrl-C ends it at once. Default {_KILL_AFTER_S:g}.",
+        panel="Stopping",
+        default=_KILL_AFTER_S,
+    )
+
+
 def names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from loaderprof.config.refs import ObjectRef
 from loaderprof.config.run import RunConfig
+from loaderprof.errors import INTERRUPTS, Interrupted
 from loaderprof.inside import procfs
 from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
@@ -201,7 +202,9 @@ def run_trial(
     reader = EventReader(str(events_path))
     sampler: TreeSampler | None = None
     watch = _Watch([], time.monotonic_ns())
-    proc = _start(files, env, cwd, template)
+    # A signal while the trial starts waits until the runner knows its pid to kill.
+    with INTERRUPTS.held():
+        proc = _start(files, env, cwd, template)
     try:
         if cfg.sample_interval_ms > 0:
             sampler = TreeSampler(
@@ -218,11 +221,13 @@ def run_trial(
         watch.interrupted = exc
     finally:
         watch.t_end = time.monotonic_ns()
-        if sampler is not None:
-            sampler.stop()
-        _kill_group(proc.pid)
-        proc.wait()
-        _wait_until_gone(proc.pid)
+        # The teardown is not cut short: a signal in it waits for its end.
+        with INTERRUPTS.held():
+            if sampler is not None:
+                sampler.stop()
+            _kill_group(proc.pid)
+            proc.wait()
+            _wait_until_gone(proc.pid)
     for ev in reader.read_new():
         watch.events.append(ev)
         if on_event is not None:
@@ -429,6 +434,28 @@ def _p95(values: Sequence[float]) -> float | None:
     if len(values) < 2:
         return values[0] if values else None
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
+
+
+class Measuring:
+    """NOTE [measuring]: the span in which trials run. An `Interrupted` that escapes
+    it (between two trials, while the template starts) ends it, kept in
+    `interrupted` with the trials measured so far; a trial's own interrupt comes as
+    `TrialInterrupted`, with its partial result. Once it is left, a signal no longer
+    cuts the run short: what was measured is analysed and written first
+    (`Interrupts.finishing`)."""
+
+    def __init__(self) -> None:
+        self.interrupted: Interrupted | None = None
+
+    def __enter__(self) -> Measuring:
+        return self
+
+    def __exit__(self, tp: object, exc: BaseException | None, tb: object) -> bool:
+        INTERRUPTS.finishing()
+        if isinstance(exc, Interrupted):
+            self.interrupted = exc
+            return True
+        return False
 
 
 class TrialInterrupted(Exception):

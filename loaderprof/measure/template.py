@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from loaderprof.errors import INTERRUPTS
 from loaderprof.inside.spec import ForkRequest
 
 
@@ -78,7 +79,7 @@ class Template:
     def __init__(self, env: Mapping[str, str], cwd: str, log: Path) -> None:
         with open(log, "wb") as err:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "loaderprof.measure.template"],
+                [sys.executable, "-m", "loaderprof.measure.template", str(os.getpid())],
                 cwd=cwd,
                 env=dict(env),
                 stdin=subprocess.PIPE,
@@ -90,7 +91,13 @@ class Template:
         self._log = log
         self._buffer = b""
         self._exits: dict[int, int] = {}
-        ready = self._read(block=True)
+        # The trials forked and not yet reaped: each leads its own process group.
+        self._live: set[int] = set()
+        try:
+            ready = self._read(block=True)
+        except BaseException:  # a signal while torch imports: nothing may outlive it
+            self.close()
+            raise
         if ready is None or ready.get("ready") is not True:
             self.close()
             raise TemplateError(f"the trial template did not start: {_tail(log)}")
@@ -119,7 +126,9 @@ class Template:
         reply = self._read(block=True)
         if reply is None or "pid" not in reply:
             raise TemplateError(f"the trial template did not fork a trial: {_tail(self._log)}")
-        return ForkedTrial(self, int(reply["pid"]))
+        pid = int(reply["pid"])
+        self._live.add(pid)
+        return ForkedTrial(self, pid)
 
     def exit_code(self, pid: int, *, block: bool) -> int | None:
         while pid not in self._exits:
@@ -133,6 +142,7 @@ class Template:
                 continue
             if "exit" in msg:
                 self._exits[int(msg["exit"])] = int(msg["code"])
+        self._live.discard(pid)
         return self._exits.pop(pid)
 
     def _read(self, *, block: bool) -> dict[str, Any] | None:
@@ -153,14 +163,25 @@ class Template:
         return dict(json.loads(line))
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
+        """The template and every trial it forked, gone; a signal waits for the end."""
+        with INTERRUPTS.held():
+            with contextlib.suppress(OSError):
+                if self._proc.stdin is not None:
+                    self._proc.stdin.close()
+            kill_groups([self._proc.pid, *self._live])
+            self._live.clear()
+            self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+
+
+def kill_groups(pgids: list[int]) -> None:
+    """Stop every group first, then kill: a stopped process forks nothing and
+    respawns nothing (a pool restarting a worker) between the two."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pgid in pgids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
 
 
 def _alive(pid: int) -> bool:
@@ -198,10 +219,39 @@ def _warm_up() -> None:
     import loaderprof.inside.trial  # noqa: F401
 
 
-def _child(request: ForkRequest, ready_w: int) -> None:
+def die_with(parent: int | None, sig: int) -> None:
+    """PR_SET_PDEATHSIG (Linux): `sig` comes when the parent dies, even by SIGKILL, so
+    no part of a run outlives loaderprof. `parent`: the pid it had, to catch a parent
+    that died before the request took."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+
+
+_PR_SET_PDEATHSIG = 1
+# The trial the template is waiting for, if any: it goes with the template.
+_current: list[int] = []
+
+
+def _end(signum: int, frame: Any) -> None:
+    """loaderprof is gone (SIGTERM, by PDEATHSIG) or ends the template: so does the trial."""
+    kill_groups(list(_current))
+    os._exit(128 + signum)
+
+
+def _child(request: ForkRequest, ready_w: int, template: int) -> None:
     """In the forked child: become the trial's own session, then run it. Never returns."""
     try:
         os.setsid()
+        # The template's SIGKILL would otherwise leave this trial running.
+        die_with(template, signal.SIGKILL)
         os.write(ready_w, b"1")
         os.close(ready_w)
         os.chdir(request["cwd"])
@@ -232,6 +282,8 @@ def _reply(out: IO[bytes], msg: Mapping[str, Any]) -> None:
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _end)
+    die_with(int(sys.argv[1]) if len(sys.argv) > 1 else None, signal.SIGTERM)
     out = sys.stdout.buffer
     _warm_up()
     _reply(out, {"ready": True})
@@ -240,15 +292,18 @@ def main() -> None:
         ready_r, ready_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        template = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(ready_r)
-            _child(request, ready_w)
+            _child(request, ready_w, template)
+        _current[:] = [pid]
         os.close(ready_w)
         os.read(ready_r, 1)
         os.close(ready_r)
         _reply(out, {"pid": pid})
         _, status = os.waitpid(pid, 0)
+        _current.clear()
         _reply(out, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
 

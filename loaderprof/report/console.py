@@ -14,6 +14,7 @@ from rich.text import Text
 
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report, Stat
 from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (
     ARM_SHORT,
     REUSED,
@@ -27,15 +28,9 @@ from loaderprof.report.rows import (
     summary_rows,
 )
 
+# The rows only a timed trial measures: "not measured" in an arm without one.
+_TIMED = ("time", "rate")
 VERDICT_STYLE = {"enable": "bold green", "keep_off": "bold red", "neutral": "bold yellow"}
-
-
-def _sec(v: float) -> str:
-    return fmt_seconds(v)
-
-
-def _bytes(v: float) -> str:
-    return fmt_bytes(v)
 
 
 def _reused(arm: ArmResult) -> str:
@@ -53,16 +48,18 @@ def summary_table(report: Report) -> Table:
     t.add_column(ARM_LABEL["persistent"], justify="right")
     t.add_column(ARM_LABEL["non_persistent"], justify="right")
     t.add_column("ratio or Δ", justify="right", style="italic")
+    unmeasured = unmeasured_arms(report)
     for row in summary_rows(report):
         if row.section:
             t.add_section()
-        t.add_row(
-            row.label,
-            row.persistent,
-            row.non_persistent,
-            row.compared,
-            style=row.emphasis or None,
-        )
+        cells = [
+            NOT_MEASURED if row.kind in _TIMED and arm in unmeasured else text
+            for arm, text in (
+                ("persistent", row.persistent),
+                ("non_persistent", row.non_persistent),
+            )
+        ]
+        t.add_row(row.label, *cells, row.compared, style=row.emphasis or None)
     t.caption = caption(report)
     return t
 
@@ -247,10 +244,10 @@ _BYTE_UNITS = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), (
 
 
 def _row_unit(row: SummaryRow) -> tuple[str, float]:
-    return _unit(row.kind, row.stats or ())
+    return unit_of(row.kind, row.stats or ())
 
 
-def _unit(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
+def unit_of(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
     """The unit these figures read best in, and the factor to it."""
     values = [abs(v) for st in stats if st is not None for v in (st.median, st.iqr / 2)]
     top = max(values, default=0.0)
@@ -262,18 +259,18 @@ def _unit(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
     return ("k/s", 1e-3) if top >= 10_000 else ("/s", 1.0)
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     a = abs(v)
     if a == 0:
         return "0"
     return f"{v:,.0f}" if a >= 100 else (f"{v:.1f}" if a >= 1 else f"{v:.2f}")
 
 
-def _cell(stat: Stat | None, k: float) -> str:
+def cell(stat: Stat | None, k: float) -> str:
     if stat is None:
         return "–"
-    spread = "" if stat.n == 1 else f" ±{_num(stat.iqr / 2 * k)}"
-    return f"{_num(stat.median * k)}{spread}"
+    spread = "" if stat.n == 1 else f" ±{num(stat.iqr / 2 * k)}"
+    return f"{num(stat.median * k)}{spread}"
 
 
 def _compared(row: SummaryRow, k: float) -> str:
@@ -283,7 +280,7 @@ def _compared(row: SummaryRow, k: float) -> str:
     if row.kind != "bytes" or a is None or b is None:
         return ""
     d = (a.median - b.median) * k
-    return "±0" if d == 0 else f"{'+' if d > 0 else '−'}{_num(abs(d))}"
+    return "±0" if d == 0 else f"{'+' if d > 0 else '−'}{num(abs(d))}"
 
 
 def brief_summary_table(report: Report) -> Table:
@@ -294,18 +291,18 @@ def brief_summary_table(report: Report) -> Table:
     for label in ARM_SHORT.values():
         t.add_column(label, justify="right", no_wrap=True)
     t.add_column("ratio or Δ", justify="right", style="italic", no_wrap=True)
+    unmeasured = unmeasured_arms(report)
     for row in summary_rows(report):
         if not row.brief or not row.stats or not row.kind:
             continue
         unit, k = _row_unit(row)
-        t.add_row(
-            row.label,
-            unit,
-            _cell(row.stats[0], k),
-            _cell(row.stats[1], k),
-            _compared(row, k),
-            style=row.emphasis or None,
-        )
+        cells = [
+            NOT_MEASURED if row.kind in _TIMED and arm in unmeasured else cell(stat, k)
+            for arm, stat in zip(ARM_SHORT, row.stats, strict=True)
+        ]
+        if all(c == NOT_MEASURED for c in cells):
+            unit = ""  # no figure to read in it
+        t.add_row(row.label, unit, *cells, _compared(row, k), style=row.emphasis or None)
     more = "-v: n, epochs, RSS, main process"
     t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · {more}"
     return t
@@ -441,93 +438,6 @@ def lifelines_table(report: Report) -> Table:
     return t
 
 
-# Headers a word or two per line, so the figures set the columns' widths.
-_SWEEP_COLUMNS = (
-    ("steady\nepoch", "steady_epoch_s", "time"),
-    ("cold\nepoch", "cold_epoch_s", "time"),
-    ("first\nbatch", "first_batch_s", "time"),
-    ("peak PSS\ntotal", "peak_total_pss_bytes", "bytes"),
-    ("USS per\nworker", "peak_worker_uss_bytes", "bytes"),
-)
-_FRONTIER = "◆ Pareto frontier of steady epoch time vs peak PSS total"
-
-
-def sweep_table(report: Any, *, verbose: bool = False) -> RenderableType:
-    """Configurations sorted by steady epoch, with the time × memory frontier marked:
-    NOTE [one screen] one unit per column, medians (the steady epoch with its
-    spread); `verbose` shows every figure with its spread and count."""
-    if verbose:
-        return _sweep_full(report)
-    title = Text(
-        f"Sweep: {report.config['dataset']} · {report.config['epochs']} epochs × "
-        f"{report.config['trials']} trial(s) per configuration"
-    )
-    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    t.add_column("")
-    t.add_column("configuration", no_wrap=True)
-    units = []
-    for label, attr, kind in _SWEEP_COLUMNS:
-        unit, k = _unit(kind, [getattr(p.summary, attr) for p in report.points])
-        units.append(k)
-        t.add_column(f"{label}\n{unit}", justify="right", no_wrap=True)
-    for p in report.points:
-        cells = [
-            _cell(getattr(p.summary, attr), k)
-            if i == 0
-            else _num(getattr(p.summary, attr).median * k)
-            if getattr(p.summary, attr) is not None
-            else "–"
-            for i, ((_, attr, _), k) in enumerate(zip(_SWEEP_COLUMNS, units, strict=True))
-        ]
-        t.add_row("◆" if p.frontier else "", p.label + (" (failed)" if p.error else ""), *cells)
-    t.caption = f"{_FRONTIER} · steady: median ± half IQR, the rest medians · -v: all spreads"
-    return Group(title, t, *_sweep_tail(report))
-
-
-def _sweep_tail(report: Any) -> list[RenderableType]:
-    body = Text()
-    for i, reason in enumerate(report.recommendation.reasons):
-        body.append(("\n" if i else "") + f"• {reason}")
-    parts: list[RenderableType] = [
-        Panel(body, title="recommendation", title_align="left", border_style="green")
-    ]
-    parts += [Text(f"skipped: {note}", style="dim") for note in report.skipped]
-    parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
-    return parts
-
-
-def _sweep_full(report: Any) -> RenderableType:
-    t = Table(
-        title=f"Sweep: {report.config['dataset']} · {report.config['epochs']} epochs × "
-        f"{report.config['trials']} trial(s) per configuration",
-        title_justify="left",
-        header_style="bold",
-    )
-    for col in (
-        "",
-        "configuration",
-        "steady epoch",
-        "cold epoch",
-        "first batch",
-        "peak PSS total",
-        "peak USS / worker",
-    ):
-        t.add_column(col, justify="left" if col in ("", "configuration") else "right")
-    for p in report.points:
-        s = p.summary
-        t.add_row(
-            "◆" if p.frontier else "",
-            p.label + (" (failed)" if p.error else ""),
-            fmt_stat(s.steady_epoch_s, _sec),
-            fmt_stat(s.cold_epoch_s, _sec),
-            fmt_stat(s.first_batch_s, _sec),
-            fmt_stat(s.peak_total_pss_bytes, _bytes),
-            fmt_stat(s.peak_worker_uss_bytes, _bytes),
-        )
-    t.caption = f"{_FRONTIER} · median ± half IQR (n)"
-    return Group(t, *_sweep_tail(report))
-
-
 def distributed_tables(report: Report) -> list[RenderableType]:
     d = report.distributed
     if d is None:
@@ -620,8 +530,8 @@ def projection_text(report: Report) -> Text:
     if proj.unavailable:
         return Text(f"short epochs: {proj.unavailable}", style="yellow")
     arms = "; ".join(
-        f"{ARM_LABEL[name]} {fmt_stat(proj.steady_epoch_s.get(name), _sec)} "
-        f"({fmt_stat(proj.batch_interval_s.get(name), _sec)} per batch)"
+        f"{ARM_LABEL[name]} {fmt_stat(proj.steady_epoch_s.get(name), fmt_seconds)} "
+        f"({fmt_stat(proj.batch_interval_s.get(name), fmt_seconds)} per batch)"
         for name in ("persistent", "non_persistent")
     )
     return Text(

@@ -5,7 +5,8 @@ An exporter says which option asks for it, which report kinds it can write
 bytes.
 `check_targets` refuses, before any trial runs, what could not be written;
 `export` renders and writes each file atomically (a temp file in the same
-directory, then a rename: a reader never sees a half-written report).
+directory, then a rename: a reader never sees a half-written report), a device
+or a FIFO in place, and names each write that failed without stopping the others.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -162,14 +164,23 @@ def check_targets(kind: ReportKind, targets: Sequence[Target], what: str = "") -
             require_matplotlib()
 
 
-def export(report: AnyReport, targets: Sequence[Target], *, strict: bool) -> None:
+def export(report: AnyReport, targets: Sequence[Target], *, strict: bool) -> list[tuple[str, str]]:
+    """Write every target; (path, reason) for each that could not be written, the
+    others written all the same."""
+    failed: list[tuple[str, str]] = []
     for name, path in targets:
         data = EXPORTERS[name].render(report, suffix=Path(str(path)).suffix, strict=strict)
-        if str(path) == "-":
-            sys.stdout.write(data if isinstance(data, str) else data.decode())
-            sys.stdout.flush()
-        else:
-            write_atomic(path, data)
+        try:
+            if str(path) == "-":
+                sys.stdout.write(data if isinstance(data, str) else data.decode())
+                sys.stdout.flush()
+            else:
+                write_file(path, data)
+        except BrokenPipeError:
+            raise  # the reader of stdout went away (`| head`): cli says nothing more
+        except OSError as exc:
+            failed.append((str(path), exc.strerror or str(exc)))
+    return failed
 
 
 def append_text(path: str | Path, text: str) -> None:
@@ -178,16 +189,54 @@ def append_text(path: str | Path, text: str) -> None:
         f.write(text)
 
 
+def _special(path: Path) -> bool:
+    """A character device or a FIFO (/dev/stdout, /dev/full, a pipe): written in
+    place, as a temp file cannot be renamed over it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+# Kernel filesystems: a file there is not a file (and writing one fails after the run).
+_PSEUDO = (Path("/proc"), Path("/sys"))
+
+
 def check_writable(path: str | Path) -> None:
     """Fail before any trial runs when an output could not be written."""
     target = Path(path)
+    if _special(target):
+        return
     parent = target.parent if str(target.parent) else Path(".")
+    real = Path(os.path.realpath(parent))
+    if any(real == p or p in real.parents for p in _PSEUDO):
+        raise UsageError(f"cannot write {target}: {real} is a kernel filesystem, not a disk")
     if not parent.is_dir():
         raise UsageError(f"cannot write {target}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write {target}: directory {parent} is not writable")
     if target.is_dir():
         raise UsageError(f"cannot write {target}: it is a directory")
+    try:
+        fs = os.statvfs(parent)
+    except OSError:
+        return
+    # Root may write into the blocks a filesystem keeps back from everyone else.
+    free = fs.f_bfree if os.geteuid() == 0 else fs.f_bavail
+    if free * fs.f_frsize == 0:
+        raise UsageError(f"cannot write {target}: the filesystem of {parent} is full")
+
+
+def write_file(path: str | Path, data: str | bytes) -> None:
+    """A device or FIFO in place, a file atomically."""
+    target = Path(path)
+    if not _special(target):
+        write_atomic(target, data)
+        return
+    with open(target, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:

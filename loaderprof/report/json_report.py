@@ -47,22 +47,45 @@ def _load(path: str | Path) -> dict[str, Any]:
     return data
 
 
+# Each kind of report, and what reads it: named when a command is given another kind.
+READERS = {
+    "compare": "read it with loaderprof report or loaderprof diff",
+    "sweep": "read it with loaderprof report",
+    "watch": "written by loaderprof watch; its JSON follows schema watch-v1",
+}
+
+
+def kind_of(data: dict[str, Any]) -> str:
+    # A compare report predates the field: it has none.
+    return str(data.get("kind") or "compare")
+
+
 def is_sweep(path: str | Path) -> bool:
-    return _load(path).get("kind") == "sweep"
+    return kind_of(_load(path)) == "sweep"
 
 
-def read_report(path: str | Path) -> Report:
+def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str) -> None:
+    """One line naming the kind given and what reads it, for a report of another kind;
+    `needs` says what the command takes ("loaderprof diff reads compare reports")."""
+    got = kind_of(data)
+    if got != wanted:
+        reader = READERS.get(got, "not one loaderprof reads")
+        raise UsageError(f"{path} is a {got} report ({reader}); {needs}")
+
+
+def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:
     data = _load(path)
-    if data.get("kind") == "sweep":
-        raise UsageError(f"{path} is a sweep report; this command needs a compare report")
+    require_kind(path, data, "compare", needs)
     try:
         return from_dict(Report, data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path} is not a valid loaderprof report: {exc}") from None
 
 
-def read_sweep(path: str | Path) -> Any:
+def read_sweep(path: str | Path, *, needs: str = "this command reads sweep reports") -> Any:
+    data = _load(path)
+    require_kind(path, data, "sweep", needs)
     try:
-        return from_dict(SweepReport, _load(path))
+        return from_dict(SweepReport, data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{path} is not a valid loaderprof sweep report: {exc}") from None

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from loaderprof.model.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
 from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
+from loaderprof.report.partial import plan_words
 
 __all__ = [
     "ARM_LABEL",
@@ -76,8 +77,12 @@ def loader_text(report: Report) -> str:
 
 
 def plan_text(report: Report) -> str:
-    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 4)'."""
+    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 4)', or what a
+    partial report ran of its plan (NOTE [partial reports])."""
     cfg, plan = report.config, report.plan
+    partial = plan_words(report)
+    if partial is not None:
+        return f"{cfg['epochs']} epochs · {partial}"
     if plan is None:
         return f"{cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
     text = f"{cfg['epochs']} epochs × {plan.trials_per_arm} trial(s) per arm"

@@ -21,16 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loaderprof.config.options import WatchStopOptions
 from loaderprof.errors import UsageError
 from loaderprof.inside import events, procfs
 from loaderprof.inside.hook import ENV_EVENTS
 from loaderprof.measure.sampler import Sample, TreeSampler
 
-# After a forwarded signal, how long the command's tree may take to exit: SIGTERM
-# for what is left at _TERM_AFTER_S, SIGKILL at _GRACE_S (the tree must be gone
-# within 2 s).
-_TERM_AFTER_S = 1.0
-_GRACE_S = 1.5
+# After a forwarded signal the command has --kill-after seconds to stop by itself (a
+# training script saves its checkpoint); then SIGTERM for what is left, and SIGKILL
+# _KILL_AFTER_TERM_S later. A second signal skips the wait.
+KILL_AFTER_S: float = WatchStopOptions().kill_after
+_KILL_AFTER_TERM_S = 1.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -151,6 +152,8 @@ class _Forwarder:
         self.tree: _Tree | None = None
         self.signum: int | None = None
         self.at: float | None = None
+        # A second signal: the user will not wait for the grace period.
+        self.escalated = False
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _Forwarder:
@@ -170,6 +173,8 @@ class _Forwarder:
     def _handle(self, signum: int, frame: Any) -> None:
         if self.signum is None:
             self.signum, self.at = signum, time.monotonic()
+        else:
+            self.escalated = True
         if self.tree is not None:
             self.tree.signal(signum)
 
@@ -180,6 +185,7 @@ def run_watch(
     interval_s: float,
     uss_interval_s: float,
     on_tick: Callable[[float], None] | None = None,
+    kill_after_s: float = KILL_AFTER_S,
 ) -> WatchRun:
     """Run `command` to its end (or until a forwarded signal ends it) and collect."""
     if not command:
@@ -203,7 +209,7 @@ def run_watch(
             # are never paused for the sampler, so it keeps to the deep interval.
             sampler.epoch_started()
             sampler.start()
-            returncode = _wait(proc, fwd, tree, on_tick)
+            returncode = _wait(proc, fwd, tree, on_tick, kill_after_s)
             tree.reaped = True
             t_end = time.monotonic_ns()
             leaked = tree.survivors()
@@ -243,9 +249,11 @@ def _wait(
     fwd: _Forwarder,
     tree: _Tree,
     on_tick: Callable[[float], None] | None,
+    kill_after_s: float,
 ) -> int | None:
+    """The command's own status when it stops by itself within the grace period."""
     start = time.monotonic()
-    termed = False
+    termed_at: float | None = None
     while True:
         try:
             return proc.wait(timeout=0.2 if fwd.at is None else 0.05)
@@ -255,10 +263,11 @@ def _wait(
             on_tick(time.monotonic() - start)
         if fwd.at is None:
             continue
-        since = time.monotonic() - fwd.at
-        if since > _GRACE_S:
+        now = time.monotonic()
+        if termed_at is None and (fwd.escalated or now - fwd.at > kill_after_s):
+            termed_at = now
+            if fwd.signum != signal.SIGTERM or fwd.escalated:
+                tree.signal(signal.SIGTERM)
+        if termed_at is not None and now - termed_at > _KILL_AFTER_TERM_S:
             tree.signal(signal.SIGKILL)
             return proc.wait()
-        if since > _TERM_AFTER_S and not termed and fwd.signum != signal.SIGTERM:
-            termed = True
-            tree.signal(signal.SIGTERM)

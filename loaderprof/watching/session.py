@@ -12,7 +12,7 @@ from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
 from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
-from loaderprof.watching.run import WatchRun, run_watch
+from loaderprof.watching.run import KILL_AFTER_S, WatchRun, run_watch
 
 NS = 1_000_000_000
 
@@ -79,6 +79,7 @@ def watch(
     sample_interval: float | None = None,
     uss_interval: float | None = None,
     on_tick: Callable[[float], None] | None = None,
+    kill_after_s: float = KILL_AFTER_S,
 ) -> WatchReport:
     """Run `command` to its end, sampled every `sample_interval` ms (USS/PSS at most
     every `uss_interval` ms), and report what its DataLoaders did."""
@@ -88,5 +89,6 @@ def watch(
         interval_s=sample_ms / 1000,
         uss_interval_s=uss_ms / 1000,
         on_tick=on_tick,
+        kill_after_s=kill_after_s,
     )
     return build_watch_report(run)

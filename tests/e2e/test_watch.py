@@ -245,9 +245,10 @@ def test_sigint_reaches_torchrun_ranks_in_their_own_sessions(tmp_path: Path) -> 
     )
     out = tmp_path / "w.json"
     torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone")
+    stop_fast = ("--kill-after", "1", "--json", str(out))
     ranks = ("--nproc-per-node", "2", str(script))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "loaderprof", "watch", "--json", str(out), "--", *torchrun, *ranks],
+        [sys.executable, "-m", "loaderprof", "watch", *stop_fast, "--", *torchrun, *ranks],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -257,8 +258,9 @@ def test_sigint_reaches_torchrun_ranks_in_their_own_sessions(tmp_path: Path) -> 
     while time.monotonic() < deadline and not all(Path(f"{marker}{r}").exists() for r in (0, 1)):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    # Forwarded, SIGTERM at 1 s, SIGKILL at 1.5 s; then the report. The timeout is the
-    # hang guard: without the escalation the ranks ignore both signals and never end.
+    # Forwarded, SIGTERM at 1 s (--kill-after), SIGKILL 1 s later; then the report.
+    # The timeout is the hang guard: without the escalation the ranks ignore both
+    # signals and never end.
     _, err = finish(proc, timeout=60)
     report = json.loads(out.read_text())
     assert report["interrupted"] is True and report["exit_code"] != 0, err

@@ -89,7 +89,8 @@ def _print(renderable: object, width: int) -> str:
 @pytest.mark.parametrize("width", [80, 120])
 def test_sweep_and_diff_output_match_the_golden_text(width: int) -> None:
     from loaderprof.commands.diff import diff_rows
-    from loaderprof.report.console import diff_table, sweep_table
+    from loaderprof.report.console import diff_table
+    from loaderprof.report.sweep_console import sweep_table
 
     sweep = loaderprof.sweep(DATASET, epochs=3, trials=2, num_workers="0,2,4", runner=FakeRunner())
     _golden(f"sweep_{width}.txt", _print(sweep_table(sweep), width))

@@ -1,0 +1,82 @@
+"""NOTE [partial reports]: what a report that did not run as planned says it is.
+
+A run that a signal or a failure stopped shows the trials that ran against those
+planned ("interrupted after 2 of 6 planned trials per arm"), never the plan as if
+it had run; a sweep says how many configurations and trials its recommendation
+rests on; a figure nobody measured reads "not measured", not a unit and a dash.
+One wording for the terminal, Markdown, HTML and the plot's title.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loaderprof.model.results import Report, TrialResult
+
+NOT_MEASURED = "not measured"
+
+
+def _why(failed: bool) -> str:
+    """Why the run ended early: a trial's failure, or else a signal."""
+    return "stopped by a failure" if failed else "interrupted"
+
+
+def _timed(t: TrialResult) -> bool:
+    """A trial that ran to its end and measured epoch times (not a warm-up or memory trial)."""
+    return t.error is None and not t.warmup and t.role != "memory"
+
+
+def timed_trials(report: Report) -> dict[str, int]:
+    """Per arm, the timed trials that ran to their end."""
+    return {name: sum(_timed(t) for t in arm.trials) for name, arm in report.arms.items()}
+
+
+def plan_words(report: Report) -> str | None:
+    """'interrupted after 2 of 6 planned trials per arm'; None for a report that ran
+    as planned."""
+    if report.complete:
+        return None
+    ran = min(timed_trials(report).values(), default=0)
+    planned = report.plan.max_trials if report.plan is not None else report.config["trials"]
+    failed = any(e.category != "interrupted" for e in report.errors)
+    return f"{_why(failed)} after {ran} of {planned} planned trials per arm"
+
+
+def unmeasured_arms(report: Report) -> set[str]:
+    """The arms without one timed trial: their timing figures are not measured."""
+    return {name for name, n in timed_trials(report).items() if n == 0}
+
+
+def sweep_counts(report: Any) -> tuple[int, int, int]:
+    """(configurations measured, fewest and most finished trials per configuration)."""
+    ran = [sum(_timed(t) for t in p.trials) for p in report.points]
+    return sum(n > 0 for n in ran), min(ran, default=0), max(ran, default=0)
+
+
+def sweep_plan_words(report: Any) -> str:
+    """The sweep's plan as run: '3 trial(s) per configuration', or what an interrupted
+    one measured of it."""
+    planned = report.config["trials"]
+    if report.complete:
+        return f"{planned} trial(s) per configuration"
+    measured, low, high = sweep_counts(report)
+    trials = f"{low}" if low == high else f"{low}–{high}"
+    why = _why(any(p.error for p in report.points))
+    return (
+        f"{why} after {trials} of {planned} planned trial(s) per configuration, "
+        f"{measured} of {len(report.points)} configurations measured"
+    )
+
+
+def sweep_basis(report: Any) -> str | None:
+    """What an incomplete sweep's recommendation rests on; None for a complete one."""
+    if report.complete:
+        return None
+    measured, low, high = sweep_counts(report)
+    if not measured:
+        return "nothing was measured: no recommendation"
+    trials = f"{low}" if low == high else f"{low}–{high}"
+    return (
+        f"based on {trials} of {report.config['trials']} planned trial(s) per configuration "
+        f"and {measured} of {len(report.points)} configurations: rerun for the full plan"
+    )
