@@ -53,6 +53,19 @@ def sweep_counts(report: Any) -> tuple[int, int, int]:
     return sum(n > 0 for n in ran), min(ran, default=0), max(ran, default=0)
 
 
+def point_failed(point: Any) -> bool:
+    """A configuration whose trial failed; not one a signal stopped."""
+    errors = [t.error for t in point.trials if t.error is not None]
+    return any(e.category != "interrupted" for e in errors)
+
+
+def point_note(point: Any) -> str:
+    """What the table adds to a configuration's label when it did not run to its end."""
+    if not point.error:
+        return ""
+    return " (failed)" if point_failed(point) else " (interrupted)"
+
+
 def sweep_plan_words(report: Any) -> str:
     """The sweep's plan as run: '3 trial(s) per configuration', or what an interrupted
     one measured of it."""
@@ -61,7 +74,7 @@ def sweep_plan_words(report: Any) -> str:
         return f"{planned} trial(s) per configuration"
     measured, low, high = sweep_counts(report)
     trials = f"{low}" if low == high else f"{low}–{high}"
-    why = _why(any(p.error for p in report.points))
+    why = _why(any(point_failed(p) for p in report.points))
     return (
         f"{why} after {trials} of {planned} planned trial(s) per configuration, "
         f"{measured} of {len(report.points)} configurations measured"

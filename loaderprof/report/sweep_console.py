@@ -13,7 +13,7 @@ from rich.text import Text
 
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.console import cell, num, unit_of
-from loaderprof.report.partial import sweep_basis, sweep_plan_words
+from loaderprof.report.partial import point_note, sweep_basis, sweep_plan_words
 from loaderprof.report.rows import fmt_stat
 
 # Headers a word or two per line, so the figures set the columns' widths.
@@ -51,7 +51,7 @@ def sweep_table(report: Any, *, verbose: bool = False) -> RenderableType:
             else "–"
             for i, ((_, attr, _), k) in enumerate(zip(_SWEEP_COLUMNS, units, strict=True))
         ]
-        t.add_row("◆" if p.frontier else "", p.label + (" (failed)" if p.error else ""), *cells)
+        t.add_row("◆" if p.frontier else "", p.label + point_note(p), *cells)
     t.caption = f"{_FRONTIER} · steady: median ± half IQR, the rest medians · -v: all spreads"
     return Group(title, t, *_sweep_tail(report))
 
@@ -98,7 +98,7 @@ def _sweep_full(report: Any) -> RenderableType:
         s = p.summary
         t.add_row(
             "◆" if p.frontier else "",
-            p.label + (" (failed)" if p.error else ""),
+            p.label + point_note(p),
             fmt_stat(s.steady_epoch_s, fmt_seconds),
             fmt_stat(s.cold_epoch_s, fmt_seconds),
             fmt_stat(s.first_batch_s, fmt_seconds),
