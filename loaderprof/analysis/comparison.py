@@ -47,7 +47,7 @@ def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
 
 
 def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:
-    """NOTE [timing and memory trials]: the trials whose epoch times count (the
+    """See NOTE [timing and memory trials]. The trials whose epoch times count (the
     sampler held still in them), not the memory trials."""
     return [t for t in _measured(trials) if t.role != "memory"]
 
@@ -104,7 +104,7 @@ def first_batch_groups(trials: Sequence[TrialResult]) -> Groups:
     return _first_batch(_timed(trials))
 
 
-# NOTE [spread of an arm]: the memory trials' epochs inform each arm's spread (not
+# See NOTE [spread of an arm]. The memory trials' epochs inform each arm's spread (not
 # its level, which their sampling shifts), metric by metric.
 _SPREAD_OF: dict[str, Callable[[Sequence[TrialResult]], Groups]] = {
     "steady": _steady,
@@ -268,7 +268,7 @@ def compare(
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # Break-even and totals only count a saving the statistics support.
-    # NOTE [earned intervals]: not from an interval too wide to mean anything.
+    # See NOTE [earned intervals]. Not from an interval too wide to mean anything.
     steady_a = (
         assess(steady.ratio, steady.p, confidence, 0.0, steady.n, steady.unit) if steady else None
     )
@@ -584,7 +584,7 @@ def _what_decides(ev: _Evidence) -> str:
 
 
 def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
-    """NOTE [earned intervals]: an interval reaching past 10× either way is no finding."""
+    """See NOTE [earned intervals]. An interval reaching past 10× either way is no finding."""
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
     level = f"{a.confidence * 100:.3g} %"

@@ -142,7 +142,7 @@ def _adaptive(cfg: RunConfig) -> bool:
 
 
 def _confidence(cfg: RunConfig, per_arm: int) -> float:
-    """NOTE [sequential looks]: the level of the look an adaptive plan took last."""
+    """See NOTE [sequential looks]. The level of the look an adaptive plan took last."""
     if not _adaptive(cfg):
         return CONFIDENCE
     return look_confidence(cfg.max_trials, per_arm)
@@ -214,7 +214,7 @@ def settled_rule(cfg: RunConfig, train_epochs: int | None = None) -> StopRule:
 
 
 def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
-    """NOTE [short epochs]: an epoch's first batches come from the prefetch queue,
+    """See NOTE [short epochs]. An epoch's first batches come from the prefetch queue,
     faster than the steady rate, so a cut that holds only those projects too short."""
     queued = cfg.loader.num_workers * (cfg.loader.prefetch_factor or 2)
     if cfg.max_batches is not None and cfg.max_batches < 4 * queued:

@@ -145,7 +145,7 @@ class EpochProtocol:
 
     NOTE [epoch protocol]: set_epoch(epoch) on the sampler and the Dataset where
     they define it (epochs from 0, as Lightning and the HF Trainer count), then
-    the user's hook FN(loader, epoch). NOTE [stale worker state]: then the main
+    the user's hook FN(loader, epoch). See NOTE [stale worker state]. Then the main
     process fingerprints its Dataset and writes the epoch (from 1, as the events
     count) into shared memory, where each worker reads it at its first fetch and
     fingerprints its own copy: an attribute changed here but not there is state
@@ -234,7 +234,7 @@ def _run_epochs(
         it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
         if val_loader is not None:
-            # NOTE [validation pass]: inside the epoch, so its time counts in the epoch's
+            # See NOTE [validation pass]. Inside the epoch, so its time counts in the epoch's
             # wall as it does in training; `val_start` splits the two passes.
             events.emit(path, Ev.VAL_START, epoch=epoch)
             _, val_batches, _ = _run_epoch(
@@ -258,7 +258,7 @@ def _run_epochs(
     return it
 
 
-# NOTE [sampled pauses]: how long a pause may outlast --idle-ms waiting for the
+# See NOTE [sampled pauses]. How long a pause may outlast --idle-ms waiting for the
 # sampler's reading (a walk over 32 workers and their handles takes about 0.5 s on
 # a small machine); past it the pause ends unread (the checks then see one fewer).
 _PAUSE_READ_WAIT_S = 15.0
@@ -288,7 +288,7 @@ def _run_epoch(
     seen: dict[int, Any] | None = None,
     first_event: str = Ev.FIRST_BATCH,
 ) -> tuple[Any, int, int | None]:
-    """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
+    """One pass over the loader (see NOTE [short epochs]; at most `max_batches`): its
     iterator, the batch count and when the last batch arrived. A failure is reported
     as an `error` event and ends the trial (exit 3)."""
     batches = 0
@@ -410,13 +410,13 @@ def run(spec: TrialSpec) -> None:
     if val_dataset is not None:
         val = recipe(path, cfg, val_dataset, val=True, persistent=spec.persistent, counter=None)
         val_loader = val.build(path)
-    # NOTE [sampled pauses]: the set-up baseline is waited for like a pause (as
+    # See NOTE [sampled pauses]. The set-up baseline is waited for like a pause (as
     # "epoch 0"): on a busy machine the last walk before the loader may otherwise
     # date from before the Dataset was built, or the imports ran.
     if spec.pause_ack_path is not None:
         events.emit(path, Ev.SETUP_READ)
         _wait_until_sampled(spec.pause_ack_path, 0)
-    # NOTE [memory window]: every memory figure covers the loader's life, from
+    # See NOTE [memory window]. Every memory figure covers the loader's life, from
     # here to `loader_closed`; what the process holds now is the set-up baseline.
     events.emit(path, Ev.LOADER_BUILDING)
     loader = train.build(path)
@@ -444,7 +444,7 @@ def run(spec: TrialSpec) -> None:
     # that imported torch takes ~0.1 s, which is loaderprof's, not the loader's.
     del it, loader, live, val_loader, val_live
     if any(w.is_alive() for w in workers):
-        # NOTE [memory window]: readings taken during it are left out.
+        # See NOTE [memory window]. Readings taken during it are left out.
         events.emit(path, Ev.COLLECTING)
         gc.collect()
         events.emit(path, Ev.COLLECTED)

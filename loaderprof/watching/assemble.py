@@ -1,6 +1,6 @@
 """Pure: a watched run's events and samples -> its loaders, epochs, workers, pools.
 
-NOTE [watch hook]: each loader is told apart by the id the hook gave it; an epoch is
+See NOTE [watch hook]. Each loader is told apart by the id the hook gave it; an epoch is
 one `iter_start` of that loader up to the next; a worker belongs to the loader its
 init probe names, and to the epochs it was alive in.
 """
@@ -118,7 +118,7 @@ def _with_reading(
     batch_size: int | None,
     t0: int,
 ) -> tuple[WatchedWorker, ...]:
-    """NOTE [copy-on-read]: each worker's USS and RSS from its first USS reading after
+    """See NOTE [copy-on-read]. Each worker's USS and RSS from its first USS reading after
     its first batch (its start-up copy already paid) to its USS peak, and about how
     many samples it read in between."""
     out = []
@@ -189,7 +189,7 @@ def _epochs(
 
 
 def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
-    """NOTE [stale worker state]: the Dataset's fingerprints, the main process's at
+    """See NOTE [stale worker state]. The Dataset's fingerprints, the main process's at
     each `iter()` of a persistent loader (taken just before its stamp: the epoch
     whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
     `iter()` came last before it)."""

@@ -1,6 +1,6 @@
 """`loaderprof watch -- COMMAND`: run a user's own command, hooked and sampled.
 
-NOTE [watch hook]: the command runs unchanged in its own session (so one killpg
+See NOTE [watch hook]. The command runs unchanged in its own session (so one killpg
 reaches its whole tree), with loaderprof's `sitecustomize` first on PYTHONPATH; the
 parent samples its process tree with the same sampler `compare` uses, walking
 USS/PSS at most every `uss_interval` (a real run is never paused for it), and reads
