@@ -17,6 +17,8 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loaderprof.config.refs import ObjectRef, build_dataset, one_line
@@ -328,43 +330,48 @@ def _run_epoch(
     return it, batches, last
 
 
-class _PickleMeter:
-    """The largest worker pickle measured so far (bytes)."""
-
-    largest = 0
-
-
-def _measure_worker_pickles(path: str) -> None:
+@dataclass
+class PickleMeter:
     """NOTE [start-up breakdown]: under spawn and forkserver, multiprocessing pickles
     each worker's Process object (the Dataset, collate_fn and worker_init_fn in its
     arguments) into a buffer with `reduction.dump`, then writes it to the worker's
-    pipe. Time that dump and size what it wrote: what each worker receives, measured
-    where it happens, not by pickling the Dataset a second time."""
-    from multiprocessing import reduction
-    from multiprocessing.process import BaseProcess
+    pipe. This stands in for that dump: it times it and sizes what it wrote, what
+    each worker receives, measured where it happens, not by pickling the Dataset a
+    second time."""
 
-    original = reduction.dump
+    path: str
+    original: Callable[..., None]
+    # The largest worker pickle measured so far (bytes).
+    largest: int = 0
 
-    def dump(obj: Any, file: Any, protocol: Any = None) -> None:
+    @classmethod
+    def install(cls, path: str) -> PickleMeter:
+        from multiprocessing import reduction
+
+        meter = cls(path, reduction.dump)
+        reduction.dump = meter
+        return meter
+
+    def __call__(self, obj: Any, file: Any, protocol: Any = None) -> None:
+        from multiprocessing.process import BaseProcess
+
         if not isinstance(obj, BaseProcess) or not hasattr(file, "tell"):
-            original(obj, file, protocol)
+            self.original(obj, file, protocol)
             return
         args: tuple[Any, ...] = tuple(getattr(obj, "_args", ()))
         # torch's _worker_loop takes the worker id as its 11th argument.
         wid = args[10] if len(args) > 10 and isinstance(args[10], int) else None
         pos, start = file.tell(), time.perf_counter()
-        original(obj, file, protocol)
+        self.original(obj, file, protocol)
         size = file.tell() - pos
-        _PickleMeter.largest = max(_PickleMeter.largest, size)
+        self.largest = max(self.largest, size)
         events.emit(
-            path,
+            self.path,
             Ev.WORKER_PICKLED,
             worker_id=wid,
             bytes=size,
             seconds=round(time.perf_counter() - start, 6),
         )
-
-    reduction.dump = dump
 
 
 # Pickles at least this large get their Dataset's attributes sized (after the
@@ -398,8 +405,7 @@ def run(spec: TrialSpec) -> None:
     path, cfg = spec.events_path, spec.run_config()
     _seeded_torch(path, cfg)
     spawned = (cfg.loader.mp_context or multiprocessing.get_start_method()) != "fork"
-    if spawned:
-        _measure_worker_pickles(path)
+    meter = PickleMeter.install(path) if spawned else None
     dataset = _build_dataset(path, cfg)
     counter = _epoch_counter(cfg)
     train = recipe(path, cfg, dataset, val=False, persistent=spec.persistent, counter=counter)
@@ -450,7 +456,7 @@ def run(spec: TrialSpec) -> None:
         events.emit(path, Ev.COLLECTED)
     alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
     events.emit(path, Ev.LOADER_CLOSED, workers_alive=alive)
-    if spawned and _PickleMeter.largest >= _ATTRIBUTES_FROM_BYTES:
+    if meter is not None and meter.largest >= _ATTRIBUTES_FROM_BYTES:
         _size_attributes(path, dataset)
 
 
