@@ -11,6 +11,7 @@ from typing import Any
 from loaderprof.analysis.stats import CONFIDENCE, look_confidence, look_points
 from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
 from loaderprof.config.run import RunConfig
+from loaderprof.inside.events import Ev
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
@@ -289,9 +290,9 @@ def run_compare(
     dataset: dict[str, Any] = {}
 
     def capture(plan: Any, ev: Mapping[str, Any] | None) -> None:
-        if ev is not None and ev.get("ev") == "imported" and not imported:
+        if ev is not None and ev.get("ev") == Ev.IMPORTED and not imported:
             imported.update(ev)
-        if ev is not None and ev.get("ev") == "dataset_built" and not dataset:
+        if ev is not None and ev.get("ev") == Ev.DATASET_BUILT and not dataset:
             dataset.update(ev)
         if on_progress:
             on_progress(plan, ev)

@@ -299,6 +299,7 @@ class DatasetState:
         """From a `main_state` / `worker_state` event (compare's trial, watch's hook)."""
         return DatasetState(
             epoch=epoch,
+            # inside.events.Ev.MAIN_STATE: model/ sits below inside/ and cannot import it.
             role="main" if ev["ev"] == "main_state" else "worker",
             pid=int(ev["pid"]),
             worker_id=ev.get("worker_id"),

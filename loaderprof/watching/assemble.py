@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import DatasetState, Stat
@@ -30,7 +31,7 @@ def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
     ordered = sorted(events, key=lambda e: e["t"])
     names: dict[Any, str] = {}
     for ev in ordered:
-        if ev["ev"] == "loader_created":
+        if ev["ev"] == Ev.LOADER_CREATED:
             names.setdefault(ev.get("loader"), f"L{len(names) + 1}")
     out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in ordered:
@@ -51,9 +52,9 @@ def whole_walks(samples: Sequence[Sample]) -> list[list[Sample]]:
 def _workers(
     evs: Events, lid: str, samples: Sequence[Sample], gone: Mapping[int, int], t0: int
 ) -> tuple[WatchedWorker, ...]:
-    inits = [ev for ev in evs["worker_init"] if ev.get("loader") == lid]
-    readies = {ev["pid"]: ev["t"] for ev in evs["worker_ready"]}
-    exits = {ev["pid"]: ev["t"] for ev in evs["worker_exit"]}
+    inits = [ev for ev in evs[Ev.WORKER_INIT] if ev.get("loader") == lid]
+    readies = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_READY]}
+    exits = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_EXIT]}
     peaks: dict[int, tuple[int | None, int | None]] = {}
     for s in samples:
         if s.uss is None:
@@ -162,9 +163,9 @@ def _with_reading(
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
-    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
-    firsts = [ev["t"] for ev in evs["iter_first_batch"] if ev.get("loader") == lid]
-    ends = [ev for ev in evs["iter_end"] if ev.get("loader") == lid]
+    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
+    firsts = [ev["t"] for ev in evs[Ev.ITER_FIRST_BATCH] if ev.get("loader") == lid]
+    ends = [ev for ev in evs[Ev.ITER_END] if ev.get("loader") == lid]
     out = []
     for i, start in enumerate(starts):
         stop = starts[i + 1] if i + 1 < len(starts) else t_end + 1
@@ -193,16 +194,16 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
     each `iter()` of a persistent loader (taken just before its stamp: the epoch
     whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
     `iter()` came last before it)."""
-    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
 
     def epoch(kind: str, t: int) -> int:
-        if kind == "main_state":
+        if kind == Ev.MAIN_STATE:
             return bisect.bisect_left(starts, t) + 1
         return bisect.bisect_right(starts, t)
 
     return tuple(
         DatasetState.from_event(ev, epoch(kind, ev["t"]))
-        for kind in ("main_state", "worker_state")
+        for kind in (Ev.MAIN_STATE, Ev.WORKER_STATE)
         for ev in evs.get(kind, [])
         if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
     )
@@ -259,7 +260,7 @@ def loaders(
 ) -> tuple[WatchedLoader, ...]:
     walks = whole_walks(samples)
     out = []
-    for ev in evs["loader_created"]:
+    for ev in evs[Ev.LOADER_CREATED]:
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)

@@ -213,7 +213,7 @@ def run_watch(
             # ended by itself started apart on purpose (README: watch).
             tree.signal(signal.SIGKILL, detached_too=not finished)
             sampler.stop()
-        evs = events.EventReader(path).read_new()
+        evs = events.read_events(path)
     return WatchRun(
         command=tuple(command),
         returncode=returncode,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from loaderprof.inside.events import Ev
 from loaderprof.model.environment import environment
 from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
@@ -27,7 +28,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     wall = (run.t_end_ns - run.t0_ns) / NS
     spans = pools(found, wall)
     workers = {w.pid for ld in found for w in ld.workers}
-    imported = next(iter(evs.get("imported", [])), None)
+    imported = next(iter(evs.get(Ev.IMPORTED, [])), None)
     return WatchReport(
         kind="watch",
         schema_version=1,
@@ -44,7 +45,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         findings=find(found, spans, run.leaked_pids),
         sampler_duty_cycle=round(run.busy_s / wall, 4) if wall > 0 else None,
         interrupted=run.interrupted_by is not None,
-        warnings=tuple(str(ev.get("message", "")) for ev in evs.get("warning", [])),
+        warnings=tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, [])),
     )
 
 
