@@ -90,7 +90,7 @@ def compare(
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # Break-even and totals only count a saving the statistics support.
-    # NOTE [earned intervals]: not from an interval too wide to mean anything.
+    # Not from an interval too wide to mean anything (see NOTE [earned intervals]).
     significant = (
         steady is not None
         and steady.ratio.informative

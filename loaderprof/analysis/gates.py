@@ -232,7 +232,7 @@ def format_value(metric: str, v: float, mode: str = "abs") -> str:
 
 
 def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earned: bool) -> str:
-    """NOTE [earned intervals]: "[low–high]" only where it was earned and means something."""
+    """See NOTE [earned intervals]. "[low–high]" only where it was earned and means something."""
     if not earned:
         return "(no CI)"
     if not informative_interval(value, low, high, earned):

@@ -227,7 +227,7 @@ def estimate_ratio(
         return None
     value = math.exp(float(_logs(pa).mean() - _logs(pb).mean()))
     if len(pa) < 2 or len(pb) < 2:
-        # NOTE [earned intervals]: read once on a side: a value, not an interval.
+        # See NOTE [earned intervals]. Read once on a side: a value, not an interval.
         return Estimate(Ratio(value, value, value, has_interval=False), None, "epoch", len(pa))
     # One trial on a side: its epochs stand in as units, tested as trials are.
     sa, sb = arm_spread(pa), arm_spread(pb)

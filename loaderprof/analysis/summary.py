@@ -21,7 +21,7 @@ def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
 
 
 def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:
-    """NOTE [timing and memory trials]: the trials whose epoch times count (the
+    """See NOTE [timing and memory trials]. The trials whose epoch times count (the
     sampler held still in them), not the memory trials."""
     return [t for t in _measured(trials) if t.role != "memory"]
 
@@ -78,7 +78,7 @@ def first_batch_groups(trials: Sequence[TrialResult]) -> Groups:
     return _first_batch(_timed(trials))
 
 
-# NOTE [spread of an arm]: the memory trials' epochs inform each arm's spread (not
+# See NOTE [spread of an arm]. The memory trials' epochs inform each arm's spread (not
 # its level, which their sampling shifts), metric by metric.
 _SPREAD_OF: dict[str, Callable[[Sequence[TrialResult]], Groups]] = {
     "steady": _steady,

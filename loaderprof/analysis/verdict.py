@@ -338,7 +338,8 @@ def _what_decides(ev: _Evidence) -> str:
 
 
 def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
-    """NOTE [earned intervals]: an interval reaching past 10× either way is no finding."""
+    """An interval reaching past 10× either way is no finding (see NOTE [earned
+    intervals])."""
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
     level = f"{a.confidence * 100:.3g} %"

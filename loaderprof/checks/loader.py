@@ -33,7 +33,7 @@ def _complete(report: Report) -> list[TrialResult]:
 
 
 def _train(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
-    """The train loader's workers (NOTE [validation pass]: a --val pool's have their
+    """The train loader's workers (see NOTE [validation pass]; a --val pool's have their
     own batch size and worker ids, and are not compared with them)."""
     return [w for w in workers if w.loader == "train"]
 
@@ -216,13 +216,13 @@ def check_idle_workers(report: Report) -> list[Finding]:
     ]
 
 
-# NOTE [worker threads]: the share of a core a worker's other threads must want, on
+# See NOTE [worker threads]. The share of a core a worker's other threads must want, on
 # the median worker, for the oversubscription to be theirs (not too many workers).
 THREAD_MIN_DEMAND = 0.25
 
 
 def check_threads(report: Report) -> list[Finding]:
-    """NOTE [worker threads]: oversubscription is CPU demand above the CPUs the process
+    """See NOTE [worker threads]. Oversubscription is CPU demand above the CPUs the process
     may use: the cores the workers' threads wanted (run + run-queue wait, measured in
     each worker), summed over the pool, above `cpus_usable`, with the workers' own
     extra threads wanting a share of it (12 workers × 16 OpenCV threads, PyTorch issue
@@ -300,7 +300,7 @@ def _threads_fix(origins: dict[str, int], torch_threads: int) -> str:
     return "; ".join(parts) + "; or fewer workers"
 
 
-# NOTE [start-up breakdown]: a worker pickle this large is reported whatever its time
+# See NOTE [start-up breakdown]. A worker pickle this large is reported whatever its time
 # costs, because a spawned worker unpickles its own private copy (N workers, N copies).
 LARGE_PICKLE_BYTES = 16 * MiB
 # ... or one whose pickling and unpickling take this share of the first batch's wait.

@@ -316,8 +316,8 @@ def check_content_repeats(report: Report) -> list[Finding]:
 
 
 def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Finding]:
-    """With digests: do the arms see the same samples in each epoch? NOTE [random
-    draws]: torch reseeds `random`, numpy's and torch's global RNG in every worker of
+    """With digests: do the arms see the same samples in each epoch? See NOTE [random
+    draws]; torch reseeds `random`, numpy's and torch's global RNG in every worker of
     every new iterator, and persistent workers continue the stream they were seeded
     with; so with random augmentations the arms agree in epoch 1 and then draw
     differently. Both draw fresh values every epoch: persistence changes which draws
@@ -525,7 +525,7 @@ def find(report: Report) -> tuple[Finding, ...]:
     state = check_state(report)
     first, differs, _ = content_differs_from(report)
     if first is not None:
-        # NOTE [stale worker state]: the content digests are the evidence that the
+        # See NOTE [stale worker state]. The content digests are the evidence that the
         # state finding changed what the model sees.
         note = {"content_differs_from_epoch": first, "epochs_differing": differs}
         state = [dataclasses.replace(f, evidence={**f.evidence, **note}) for f in state]

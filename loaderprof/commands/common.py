@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from loaderprof.errors import INTERRUPTS, ExitCode
+from loaderprof.inside.events import Ev
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -85,10 +86,10 @@ class Outputs:
 
 
 STAGES = {
-    "child_start": "starting interpreter",
-    "imported": "building dataset",
-    "dataset_built": "building loader",
-    "loader_built": "running",
+    Ev.CHILD_START: "starting interpreter",
+    Ev.IMPORTED: "building dataset",
+    Ev.DATASET_BUILT: "building loader",
+    Ev.LOADER_BUILT: "running",
 }
 
 
@@ -127,9 +128,9 @@ def trial_progress(
             progress.update(task, description=f"{head}: starting")
         elif kind in STAGES:
             progress.update(task, description=f"{head}: {STAGES[kind]}")
-        elif kind == "epoch_start":
+        elif kind == Ev.EPOCH_START:
             progress.update(task, description=f"{head}: epoch {ev['epoch']}/{cfg.epochs}")
-        elif kind == "epoch_end":
+        elif kind == Ev.EPOCH_END:
             progress.advance(task)
 
     with progress:

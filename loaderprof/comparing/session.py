@@ -11,6 +11,7 @@ from typing import Any
 from loaderprof.analysis.stats import CONFIDENCE, look_confidence, look_points
 from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
 from loaderprof.config.run import AUTO, RunConfig
+from loaderprof.inside.events import Ev
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
@@ -102,7 +103,7 @@ def build_report(
     findings = find(report)
     verdict = settled = None
     if comparison is not None:
-        # NOTE [one verdict]: the plan settled on the measurements alone (the stop
+        # See NOTE [one verdict]. The plan settled on the measurements alone (the stop
         # rule's question); the verdict weighs the findings too.
         measured = VerdictInputs.of_run(cfg, comparison, p.summary, n.summary)
         settled = decide(measured)
@@ -145,7 +146,7 @@ def _bounded(arms: Mapping[str, ArmResult]) -> dict[str, ArmResult]:
 
 
 def _confidence(cfg: RunConfig, per_arm: int) -> float:
-    """NOTE [sequential looks]: the level of the look an adaptive plan took last."""
+    """See NOTE [sequential looks]. The level of the look an adaptive plan took last."""
     if not cfg.adaptive:
         return CONFIDENCE
     return look_confidence(cfg.max_trials, per_arm)
@@ -219,7 +220,7 @@ def settled_rule(cfg: RunConfig, train_epochs: int | None = None) -> StopRule:
 
 
 def _short_epoch_warnings(cfg: RunConfig) -> list[str]:
-    """NOTE [short epochs]: an epoch's first batches come from the prefetch queue,
+    """See NOTE [short epochs]. An epoch's first batches come from the prefetch queue,
     faster than the steady rate, so a cut that holds only those projects too short."""
     queued = cfg.loader.num_workers * (cfg.loader.prefetch_factor or 2)
     if cfg.max_batches is not None and cfg.max_batches < 4 * queued:
@@ -290,9 +291,9 @@ def run_compare(
     dataset: dict[str, Any] = {}
 
     def capture(plan: Any, ev: Mapping[str, Any] | None) -> None:
-        if ev is not None and ev.get("ev") == "imported" and not imported:
+        if ev is not None and ev.get("ev") == Ev.IMPORTED and not imported:
             imported.update(ev)
-        if ev is not None and ev.get("ev") == "dataset_built" and not dataset:
+        if ev is not None and ev.get("ev") == Ev.DATASET_BUILT and not dataset:
             dataset.update(ev)
         if on_progress:
             on_progress(plan, ev)

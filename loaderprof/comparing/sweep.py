@@ -22,6 +22,7 @@ from loaderprof.analysis.summary import summarize_arm
 from loaderprof.comparing.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
+from loaderprof.inside.events import Ev
 from loaderprof.measure.runner import TrialRunner, TrialSlot
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
@@ -279,7 +280,7 @@ def run_sweep(
     def forward(spec: TrialSlot, ev: Mapping[str, Any] | None) -> None:
         if ev is None:
             started.append(spec)
-        elif ev.get("ev") == "imported" and not imported:
+        elif ev.get("ev") == Ev.IMPORTED and not imported:
             imported.update(ev)
         if on_progress:
             on_progress(len(started) - 1, total, by_label[spec.arm], ev)

@@ -71,7 +71,7 @@ class RunConfig:
     trials: int | str = "auto"
     max_trials: int = 6
     warmup_trials: int = 0
-    # NOTE [timing and memory trials]: memory trials per arm, sampled deeply and not
+    # See NOTE [timing and memory trials]. Memory trials per arm, sampled deeply and not
     # timed. Two give each memory figure a spread of its own (NOTE [earned
     # intervals]) and the timing figures' spread a second source (NOTE [spread of an
     # arm]).
@@ -84,8 +84,8 @@ class RunConfig:
     # USS/PSS (a page-table walk) while an epoch is timed; every sample outside.
     uss_interval_ms: float = 500.0
     # Pause after each epoch (outside epoch timing) so the sampler sees what
-    # workers hold between epochs; None means 2 sample intervals (NOTE [sampled
-    # pauses]: a pause lasts until the sampler has read every process in it anyway).
+    # workers hold between epochs; None means 2 sample intervals (see NOTE [sampled
+    # pauses]; a pause lasts until the sampler has read every process in it anyway).
     idle_ms: float | None = None
     trial_timeout_s: float = 900.0
     # Smallest steady-epoch speed-up worth enabling persistence for.
@@ -96,20 +96,20 @@ class RunConfig:
     # Content digest of every sample (`loaderprof check`): finds duplicates and
     # RNG carried in workers, at a cost in epoch time.
     digests: bool = False
-    # NOTE [epoch protocol]: before each epoch the trial calls set_epoch(epoch)
+    # See NOTE [epoch protocol]. Before each epoch the trial calls set_epoch(epoch)
     # (from 0) on the sampler and the Dataset where they define it, as Lightning
     # and the HF Trainer do, then the user's hook FN(loader, epoch).
     set_epoch: bool = True
     epoch_hook: str | None = None
-    # NOTE [stale worker state]: fingerprint the Dataset each epoch in the main
+    # See NOTE [stale worker state]. Fingerprint the Dataset each epoch in the main
     # process and the workers.
     state_checks: bool = True
-    # NOTE [short epochs]: persistence changes an epoch's start, not its length, so
+    # See NOTE [short epochs]. Persistence changes an epoch's start, not its length, so
     # epochs may be cut to this many batches and projected to full ones; an
     # IterableDataset without len() needs the samples of a full epoch.
     max_batches: int | None = None
     epoch_samples: int | None = None
-    # NOTE [template]: trials are forked from a warm template process; True starts
+    # See NOTE [template]. Trials are forked from a warm template process; True starts
     # every trial as a fresh interpreter instead.
     fresh_interpreter: bool = False
     # Keep every batch span and memory sample in the JSON (see detail.py).
@@ -158,7 +158,7 @@ class RunConfig:
 
     @property
     def memory_pairs(self) -> int:
-        """NOTE [timing and memory trials]: how many memory trials (sampled deeply, not
+        """See NOTE [timing and memory trials]. How many memory trials (sampled deeply, not
         timed) each arm runs beside its timing trials: `memory_trials` when sampling is
         on and the plan has room for more than one trial per arm, else none."""
         on = self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)

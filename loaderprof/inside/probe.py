@@ -25,7 +25,7 @@ _state_epoch: int | None = None
 # When the batch being built started fetching (its first __getitem__), set by
 # IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
-# NOTE [start-up breakdown]: when this worker began and finished unpickling its
+# See NOTE [start-up breakdown]. When this worker began and finished unpickling its
 # Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
 _unpickle_start: int | None = None
 _unpickle_end: int | None = None
@@ -38,7 +38,7 @@ _PLUMBING = ("multiprocessing.", "torch.")
 # each had used when the worker's init began.
 _BUSY_TICKS = 2
 _thread_cpu_base: dict[int, int] = {}
-# NOTE [worker threads]: what each thread had run or waited to run (ns, from
+# See NOTE [worker threads]. What each thread had run or waited to run (ns, from
 # schedstat) when the worker's init began, and when that was: its CPU demand since.
 _thread_demand_base: dict[int, tuple[int, int, int]] = {}
 _init_ns: int | None = None
@@ -136,7 +136,7 @@ def _held(events_path: str) -> dict[str, int] | None:
 
 
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:
-    """NOTE [stale worker state]: at its first fetch of each epoch a worker
+    """See NOTE [stale worker state]. At its first fetch of each epoch a worker
     fingerprints its own copy of the Dataset. The main process writes the epoch
     into `counter` (shared memory) before each epoch, so a persistent worker,
     which the loader never rebuilds, still learns that a new epoch began."""
@@ -384,7 +384,7 @@ def report_threads(events_path: str) -> None:
 
 
 def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
-    """NOTE [worker threads]: the cores this worker's threads wanted on average since
+    """See NOTE [worker threads]. The cores this worker's threads wanted on average since
     its init (a computing thread's run + run-queue wait, another's run, over the wall
     time): its main thread's, and its other threads' (plumbing left out: every worker
     has it). A thread can want at most one core, however busy the machine, so a CPU

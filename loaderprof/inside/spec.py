@@ -2,8 +2,8 @@
 
 NOTE [trial spec]: the parent (measure/runner.py) writes one `TrialSpec` as
 `<trial>.spec.json` in the trial's work folder and starts the child on it:
-`python -m loaderprof.inside.trial SPEC.json`, or the warm template (NOTE
-[template]) forks a child that runs the same on a `ForkRequest`. Everything else
+`python -m loaderprof.inside.trial SPEC.json`, or the warm template forks a
+child that runs the same on a `ForkRequest` (see NOTE [template]). Everything else
 the child learns it learns from the run's config; everything it says goes back
 through the event file (inside/events.py).
 """

@@ -17,6 +17,8 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loaderprof.config.refs import ObjectRef, build_dataset, one_line
@@ -145,7 +147,7 @@ class EpochProtocol:
 
     NOTE [epoch protocol]: set_epoch(epoch) on the sampler and the Dataset where
     they define it (epochs from 0, as Lightning and the HF Trainer count), then
-    the user's hook FN(loader, epoch). NOTE [stale worker state]: then the main
+    the user's hook FN(loader, epoch). See NOTE [stale worker state]. Then the main
     process fingerprints its Dataset and writes the epoch (from 1, as the events
     count) into shared memory, where each worker reads it at its first fetch and
     fingerprints its own copy: an attribute changed here but not there is state
@@ -234,7 +236,7 @@ def _run_epochs(
         it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
         if val_loader is not None:
-            # NOTE [validation pass]: inside the epoch, so its time counts in the epoch's
+            # See NOTE [validation pass]. Inside the epoch, so its time counts in the epoch's
             # wall as it does in training; `val_start` splits the two passes.
             events.emit(path, Ev.VAL_START, epoch=epoch)
             _, val_batches, _ = _run_epoch(
@@ -258,7 +260,7 @@ def _run_epochs(
     return it
 
 
-# NOTE [sampled pauses]: how long a pause may outlast --idle-ms waiting for the
+# See NOTE [sampled pauses]. How long a pause may outlast --idle-ms waiting for the
 # sampler's reading (a walk over 32 workers and their handles takes about 0.5 s on
 # a small machine); past it the pause ends unread (the checks then see one fewer).
 _PAUSE_READ_WAIT_S = 15.0
@@ -288,7 +290,7 @@ def _run_epoch(
     seen: dict[int, Any] | None = None,
     first_event: str = Ev.FIRST_BATCH,
 ) -> tuple[Any, int, int | None]:
-    """One pass over the loader (NOTE [short epochs]: at most `max_batches`): its
+    """One pass over the loader (see NOTE [short epochs]; at most `max_batches`): its
     iterator, the batch count and when the last batch arrived. A failure is reported
     as an `error` event and ends the trial (exit 3)."""
     batches = 0
@@ -328,43 +330,48 @@ def _run_epoch(
     return it, batches, last
 
 
-class _PickleMeter:
-    """The largest worker pickle measured so far (bytes)."""
-
-    largest = 0
-
-
-def _measure_worker_pickles(path: str) -> None:
+@dataclass
+class PickleMeter:
     """NOTE [start-up breakdown]: under spawn and forkserver, multiprocessing pickles
     each worker's Process object (the Dataset, collate_fn and worker_init_fn in its
     arguments) into a buffer with `reduction.dump`, then writes it to the worker's
-    pipe. Time that dump and size what it wrote: what each worker receives, measured
-    where it happens, not by pickling the Dataset a second time."""
-    from multiprocessing import reduction
-    from multiprocessing.process import BaseProcess
+    pipe. This stands in for that dump: it times it and sizes what it wrote, what
+    each worker receives, measured where it happens, not by pickling the Dataset a
+    second time."""
 
-    original = reduction.dump
+    path: str
+    original: Callable[..., None]
+    # The largest worker pickle measured so far (bytes).
+    largest: int = 0
 
-    def dump(obj: Any, file: Any, protocol: Any = None) -> None:
+    @classmethod
+    def install(cls, path: str) -> PickleMeter:
+        from multiprocessing import reduction
+
+        meter = cls(path, reduction.dump)
+        reduction.dump = meter
+        return meter
+
+    def __call__(self, obj: Any, file: Any, protocol: Any = None) -> None:
+        from multiprocessing.process import BaseProcess
+
         if not isinstance(obj, BaseProcess) or not hasattr(file, "tell"):
-            original(obj, file, protocol)
+            self.original(obj, file, protocol)
             return
         args: tuple[Any, ...] = tuple(getattr(obj, "_args", ()))
         # torch's _worker_loop takes the worker id as its 11th argument.
         wid = args[10] if len(args) > 10 and isinstance(args[10], int) else None
         pos, start = file.tell(), time.perf_counter()
-        original(obj, file, protocol)
+        self.original(obj, file, protocol)
         size = file.tell() - pos
-        _PickleMeter.largest = max(_PickleMeter.largest, size)
+        self.largest = max(self.largest, size)
         events.emit(
-            path,
+            self.path,
             Ev.WORKER_PICKLED,
             worker_id=wid,
             bytes=size,
             seconds=round(time.perf_counter() - start, 6),
         )
-
-    reduction.dump = dump
 
 
 # Pickles at least this large get their Dataset's attributes sized (after the
@@ -398,8 +405,7 @@ def run(spec: TrialSpec) -> None:
     path, cfg = spec.events_path, spec.run_config()
     _seeded_torch(path, cfg)
     spawned = (cfg.loader.mp_context or multiprocessing.get_start_method()) != "fork"
-    if spawned:
-        _measure_worker_pickles(path)
+    meter = PickleMeter.install(path) if spawned else None
     dataset = _build_dataset(path, cfg)
     counter = _epoch_counter(cfg)
     train = recipe(path, cfg, dataset, val=False, persistent=spec.persistent, counter=counter)
@@ -410,13 +416,13 @@ def run(spec: TrialSpec) -> None:
     if val_dataset is not None:
         val = recipe(path, cfg, val_dataset, val=True, persistent=spec.persistent, counter=None)
         val_loader = val.build(path)
-    # NOTE [sampled pauses]: the set-up baseline is waited for like a pause (as
+    # See NOTE [sampled pauses]. The set-up baseline is waited for like a pause (as
     # "epoch 0"): on a busy machine the last walk before the loader may otherwise
     # date from before the Dataset was built, or the imports ran.
     if spec.pause_ack_path is not None:
         events.emit(path, Ev.SETUP_READ)
         _wait_until_sampled(spec.pause_ack_path, 0)
-    # NOTE [memory window]: every memory figure covers the loader's life, from
+    # See NOTE [memory window]. Every memory figure covers the loader's life, from
     # here to `loader_closed`; what the process holds now is the set-up baseline.
     events.emit(path, Ev.LOADER_BUILDING)
     loader = train.build(path)
@@ -444,13 +450,13 @@ def run(spec: TrialSpec) -> None:
     # that imported torch takes ~0.1 s, which is loaderprof's, not the loader's.
     del it, loader, live, val_loader, val_live
     if any(w.is_alive() for w in workers):
-        # NOTE [memory window]: readings taken during it are left out.
+        # See NOTE [memory window]. Readings taken during it are left out.
         events.emit(path, Ev.COLLECTING)
         gc.collect()
         events.emit(path, Ev.COLLECTED)
     alive = _wait_for_workers(workers, timeout_s=_SHUTDOWN_WAIT_S)
     events.emit(path, Ev.LOADER_CLOSED, workers_alive=alive)
-    if spawned and _PickleMeter.largest >= _ATTRIBUTES_FROM_BYTES:
+    if meter is not None and meter.largest >= _ATTRIBUTES_FROM_BYTES:
         _size_attributes(path, dataset)
 
 

@@ -210,7 +210,7 @@ class _Windows:
 
 def _epochs(windows: _Windows, by_kind: ByKind, t0_ns: int) -> tuple[EpochResult, ...]:
     first_batches = {ev["epoch"]: ev["t"] for ev in by_kind[Ev.FIRST_BATCH]}
-    # NOTE [validation pass]: an epoch's figures are the train loader's; the
+    # See NOTE [validation pass]. An epoch's figures are the train loader's; the
     # validation pass adds only its own time, first batch and batches.
     val_pids = {ev["pid"] for ev in by_kind[Ev.WORKER_INIT] if ev.get("loader") == "val"}
     batches_by_epoch: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
@@ -333,7 +333,7 @@ def _workers(
 
 
 def _thread_demand(threads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """NOTE [worker threads]: the most cores the worker's threads wanted (each report
+    """See NOTE [worker threads]. The most cores the worker's threads wanted (each report
     covers its life since init), and what started its busy threads."""
     read = [t for t in threads if t.get("main_demand") is not None]
     if not read:

@@ -39,7 +39,7 @@ def memory_window(by_kind: ByKind, t_end_ns: int) -> tuple[int | None, int]:
 
 
 def own_collections(by_kind: ByKind, t_end_ns: int) -> list[tuple[int, int]]:
-    """NOTE [memory window]: the spans of loaderprof's own garbage collections in the
+    """See NOTE [memory window]. The spans of loaderprof's own garbage collections in the
     trial's main process (one at shutdown, when a reference cycle keeps the loader's
     iterator alive). A full collection writes to every object the main process
     holds: each page it copies leaves the original to the workers forked from it,

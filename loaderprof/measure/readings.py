@@ -84,7 +84,7 @@ Point = tuple[float, int, int]
 
 
 def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
-    """NOTE [copy-on-read]: of a worker's (time, USS, RSS) readings from its first batch
+    """See NOTE [copy-on-read]. Of a worker's (time, USS, RSS) readings from its first batch
     on, in time order, the first (what it copied while starting is paid by then) and
     the USS peak after it; None with fewer than two."""
     if len(points) < 2:

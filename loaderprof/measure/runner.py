@@ -48,7 +48,7 @@ class TrialSlot:
     persistent: bool
     index: int
     warmup: bool = False
-    # NOTE [timing and memory trials]: "timing", "memory" or "both".
+    # See NOTE [timing and memory trials]. "timing", "memory" or "both".
     role: str = "both"
 
     @property
@@ -106,7 +106,7 @@ _GONE_WAIT_S = 5.0
 
 
 def _wait_until_gone(pgid: int) -> None:
-    """NOTE [template]: the next trial starts only once every process of this one has
+    """See NOTE [template]. The next trial starts only once every process of this one has
     exited: a killed process keeps its pages mapped until its exit completes (slow on
     a busy machine), and any it still shares with the template would be split with
     the next trial, which the template's share does not account for."""
@@ -185,7 +185,7 @@ def run_trial(
     files = _files(slot, workdir)
     events_path = files["events.jsonl"]
     if slot.role == "timing":
-        # NOTE [timing and memory trials]: the pause after each epoch is where idle
+        # See NOTE [timing and memory trials]. The pause after each epoch is where idle
         # memory is sampled; a timing trial samples nothing, so it needs none.
         cfg = dataclasses.replace(cfg, idle_ms=0.0)
     TrialSpec(
@@ -266,7 +266,7 @@ class _Pauses:
 
 
 def _steer(sampler: TreeSampler, ev: Mapping[str, Any], cfg: RunConfig) -> None:
-    """NOTE [timing and memory trials]: in a timing trial the sampler holds still from
+    """See NOTE [timing and memory trials]. In a timing trial the sampler holds still from
     just before the loader is built until the loader is closed. Were there a pause
     after each epoch (the runner gives timing trials none), it would sample there,
     stopping two ticks before the pause ends so that no sample overlaps the next

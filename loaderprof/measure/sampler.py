@@ -38,7 +38,7 @@ from an earlier walk could not be summed honestly. A walk cut short (the trial
 ends, or a timing trial's sampler is held) keeps its readings for each
 process's own peaks and is marked so that it is never summed.
 
-NOTE [timing and memory trials]: even those reads cost a CPU-bound epoch on a
+See NOTE [timing and memory trials]. Even those reads cost a CPU-bound epoch on a
 small machine (the threads compete with the workers), so the epochs whose times
 count are not sampled at all: in a timing trial the runner `hold`s the sampler
 from just before the loader is built and `release`s it only for the untimed
@@ -129,7 +129,7 @@ class TreeSampler(threading.Thread):
         # Walks that read every process, and walks cut short (never summed).
         self.deep_ticks = 0
         self.targeted_ticks = 0
-        # NOTE [sampled pauses]: when the last walk between epochs that read every
+        # See NOTE [sampled pauses]. When the last walk between epochs that read every
         # process (memory and handles) began, monotonic ns.
         self.last_pause_read_ns = 0
         # Gaps between consecutive ticks while the sampler ran (not held), seconds.
@@ -137,7 +137,7 @@ class TreeSampler(threading.Thread):
         # (monotonic ns, bytes used) of /dev/shm; its size.
         self.shm_used: list[tuple[int, int]] = []
         self.shm_size: int | None = None
-        # NOTE [timing and memory trials]: a timing trial's sampler is held still
+        # See NOTE [timing and memory trials]. A timing trial's sampler is held still
         # while epochs run (`hold`), and released for the untimed pauses.
         self._held = False
         self._release_until: float | None = None
@@ -192,8 +192,8 @@ class TreeSampler(threading.Thread):
     @property
     def held(self) -> bool:
         """Taking no samples until `release`: the threads then sleep until `release`
-        or `stop` wakes them, rather than waking every interval to look (NOTE
-        [timing and memory trials]: a timing trial's epochs get no sampler CPU)."""
+        or `stop` wakes them, rather than waking every interval to look (see NOTE
+        [timing and memory trials]; a timing trial's epochs get no sampler CPU)."""
         return self._held
 
     def still(self, now: float) -> bool:
@@ -291,7 +291,7 @@ class TreeSampler(threading.Thread):
             parent = procfs.ppid(pid) if pid != self.root_pid else 0
             latest[pid] = (r, parent or 0)
             if pid == self.root_pid:
-                # NOTE [template]: the pages the main would hold as a fresh interpreter,
+                # See NOTE [template]. The pages the main would hold as a fresh interpreter,
                 # as of its last walk (they only shrink: a file page it touches again
                 # is in its statm from then on, and at most counted twice till then).
                 r += self.template.rss_pages(pid, fresh=False)
@@ -388,7 +388,7 @@ class _Walker(threading.Thread):
         walk = self._walk
         while not owner.stopping:
             # A walk that began inside the epoch that just ended gives way at once to
-            # one of the pause (NOTE [sampled pauses]: the trial waits for it).
+            # one of the pause (see NOTE [sampled pauses]; the trial waits for it).
             if owner.still(time.monotonic()) or (owner.between and not walk.between):
                 self._finish(complete=False)
                 return
@@ -473,7 +473,7 @@ def _alive(root: int) -> set[int]:
 
 
 class _TemplateShare:
-    """NOTE [template]: what a fresh interpreter would hold in the trial main but the
+    """See NOTE [template]. What a fresh interpreter would hold in the trial main but the
     template's page tables hold instead, added to the main's figures.
 
     PSS: the template's part of the pages it still shares with the trial (PSS −

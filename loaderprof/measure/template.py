@@ -288,7 +288,7 @@ def main() -> None:
     _warm_up()
     _reply(out, {"ready": True})
     for line in sys.stdin.buffer:
-        request = json.loads(line)
+        request: ForkRequest = json.loads(line)
         ready_r, ready_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()

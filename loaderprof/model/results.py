@@ -80,7 +80,7 @@ class EpochResult:
     max_batch_bytes: int | None = None
     # From the epoch's start to its last batch in the main process.
     last_batch_s: float | None = None
-    # NOTE [validation pass]: with --val the epoch's wall covers the train pass and
+    # See NOTE [validation pass]. With --val the epoch's wall covers the train pass and
     # then the validation pass, whose own wall, first-batch wait and batches these are.
     val_s: float | None = None
     val_first_batch_s: float | None = None
@@ -139,19 +139,19 @@ class WorkerResult:
     # Median time to produce one batch: its first __getitem__ to the end of collate
     # (the straggler check compares workers by it).
     median_batch_s: float | None = None
-    # NOTE [worker threads]: the most OS threads seen in the worker, the most of them
+    # See NOTE [worker threads]. The most OS threads seen in the worker, the most of them
     # computing (main + busy non-plumbing threads), and torch.get_num_threads() there.
     peak_threads: int | None = None
     compute_threads: int | None = None
     torch_threads: int | None = None
-    # NOTE [worker threads]: the cores its threads wanted on average (run + run-queue
+    # See NOTE [worker threads]. The cores its threads wanted on average (run + run-queue
     # wait over the wall time since init: CPU demand, not what it got), the share of
     # that of threads other than its main one, and what started its busy threads
     # ("python:MODULE" for a Python thread's target, "native:COMM" for a native pool).
     cpu_demand: float | None = None
     thread_cpu_demand: float | None = None
     thread_origins: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    # NOTE [held at init]: open files, network connections and child processes the
+    # See NOTE [held at init]. Open files, network connections and child processes the
     # worker held as its init began, before any of the user's code ran in it.
     held_at_init: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # Which loader the worker served: "train", or "val" (NOTE [validation pass]).
@@ -221,7 +221,7 @@ class TrialMemory:
     samples: int
     # Ticks that read USS/PSS of every process (the rest read RSS only).
     deep_samples: int = 0
-    # NOTE [memory window]: every figure above covers the loader's life, from
+    # See NOTE [memory window]. Every figure above covers the loader's life, from
     # its construction until its workers are gone after the last epoch (trial
     # seconds). Samples outside it (imports, Dataset construction, the trial
     # process's exit) stay in the timeline, marked, and feed no figure.
@@ -236,7 +236,7 @@ class TrialMemory:
     shutdown_peak_total_pss_bytes: int | None = None
     # Most worker processes alive at one sampling tick (counted from PIDs).
     peak_worker_processes: int | None = None
-    # NOTE [validation pass]: USS the train loader's workers hold while validation
+    # See NOTE [validation pass]. USS the train loader's workers hold while validation
     # runs (0 when they are gone: non-persistent), None without --val or deep walks.
     val_train_pool_uss_bytes: int | None = None
 
@@ -299,6 +299,7 @@ class DatasetState:
         """From a `main_state` / `worker_state` event (compare's trial, watch's hook)."""
         return DatasetState(
             epoch=epoch,
+            # inside.events.Ev.MAIN_STATE: model/ sits below inside/ and cannot import it.
             role="main" if ev["ev"] == "main_state" else "worker",
             pid=int(ev["pid"]),
             worker_id=ev.get("worker_id"),
@@ -406,7 +407,7 @@ class ArmSummary:
     setup_main_pss_bytes: Stat | None = None
     # Most worker processes alive at once in any trial, counted from PIDs.
     peak_worker_processes: int | None = None
-    # NOTE [validation pass]: the steady epochs' validation passes, and the USS the
+    # See NOTE [validation pass]. The steady epochs' validation passes, and the USS the
     # train pool holds while they run.
     steady_val_s: Stat | None = None
     val_train_pool_uss_bytes: Stat | None = None
@@ -421,7 +422,7 @@ class ArmResult:
     warmup_trials: tuple[TrialResult, ...] = ()
 
 
-# NOTE [earned intervals]: an interval reaching more than this factor from its
+# See NOTE [earned intervals]. An interval reaching more than this factor from its
 # point estimate on either side says nothing a user could act on (a t with one
 # degree of freedom on two trials per arm gives such); it is reported as "cannot
 # decide with this many trials", never as a finding.
@@ -487,7 +488,7 @@ class Comparison:
     peak_total_pss_p: float | None = None
     memory_budget_bytes: int | None = None
     over_budget: bool | None = None
-    # NOTE [trial is the unit]: "trial" when each arm had two or more trials, "epoch"
+    # See NOTE [trial is the unit]. "trial" when each arm had two or more trials, "epoch"
     # when one trial's epochs had to stand in; and how many units per arm.
     unit: str | None = None
     steady_epoch_n: int | None = None
@@ -497,7 +498,7 @@ class Comparison:
     # Whether the non-persistent arm's peak PSS total broke --memory-budget too: when
     # both arms break it, persistence is not what breaks it.
     non_persistent_over_budget: bool | None = None
-    # NOTE [spread of an arm]: what each arm's steady spread was learned from
+    # See NOTE [spread of an arm]. What each arm's steady spread was learned from
     # ("trials": the trial figures, timing and memory trials; "epochs in trials":
     # the floor from the epochs inside each trial) and its degrees of freedom.
     steady_epoch_spread: Mapping[str, Any] | None = None
@@ -505,7 +506,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Projection:
-    """NOTE [short epochs]: epochs cut to `max_batches` batches, projected to full ones.
+    """See NOTE [short epochs]. Epochs cut to `max_batches` batches, projected to full ones.
 
     A cut epoch's wall + (full − measured batches) × its per-batch time (last batch −
     first batch over the batches between) is what the full epoch would take; the
@@ -535,7 +536,7 @@ class Verdict:
 @dataclass(frozen=True)
 class MetricValue:
     """A gateable figure with its 95 % interval and the number of values behind it.
-    NOTE [earned intervals]: `has_interval` False: read once, ci_low = ci_high =
+    See NOTE [earned intervals]. `has_interval` False: read once, ci_low = ci_high =
     value, and no gate may fail on it with certainty."""
 
     value: float
@@ -563,7 +564,7 @@ class GateResult:
     mode: str
     message: str
     baseline: float | None = None
-    # NOTE [earned intervals]: False when the value was read once (no interval).
+    # See NOTE [earned intervals]. False when the value was read once (no interval).
     has_interval: bool = True
     # False when there is no interval, or it is too wide to mean anything: such a
     # gate is inconclusive at most.

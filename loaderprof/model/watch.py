@@ -1,6 +1,6 @@
 """What `loaderprof watch` found in a real training run: typed, frozen results.
 
-NOTE [watch hook]: every figure comes from the hook's events in the command's own
+See NOTE [watch hook]. Every figure comes from the hook's events in the command's own
 process and from the parent's sampler over its process tree; times are seconds
 from the command's start.
 """
@@ -46,7 +46,7 @@ class WatchedWorker:
     # What it held (files, inet, threads, children) in each pause between its
     # loader's epochs, from the last reading inside the pause.
     handles_by_pause: tuple[Mapping[str, int], ...] = ()
-    # NOTE [copy-on-read]: from its first USS reading after its first batch to its USS
+    # See NOTE [copy-on-read]. From its first USS reading after its first batch to its USS
     # peak: where USS started, how much USS and RSS grew, and about how many samples
     # it read in between (its share of its loader's batches, pro rata over epochs).
     read_start_uss_bytes: int | None = None
@@ -94,7 +94,7 @@ class WatchedLoader:
     # The pool's USS and RSS in each pause between its epochs (the growth check).
     idle_uss_by_epoch: tuple[int, ...] = ()
     idle_rss_by_epoch: tuple[int, ...] = ()
-    # NOTE [stale worker state]: a persistent loader's Dataset as the main process saw
+    # See NOTE [stale worker state]. A persistent loader's Dataset as the main process saw
     # it at each iter() and each worker at each later epoch of its pool.
     dataset_states: tuple[DatasetState, ...] = ()
 

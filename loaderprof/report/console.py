@@ -176,7 +176,7 @@ def verdict_panel(report: Report) -> RenderableType:
 
 
 def render(report: Report, *, verbose: bool = False) -> RenderableType:
-    """NOTE [one screen]: the brief layout by default, everything with `verbose`."""
+    """See NOTE [one screen]. The brief layout by default, everything with `verbose`."""
     parts: list[RenderableType] = (
         [summary_table(report), epochs_table(report), lifelines_table(report)]
         if verbose
@@ -524,7 +524,7 @@ def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
 
 
 def projection_text(report: Report) -> Text:
-    """NOTE [short epochs]: what the verdict's full epochs were projected from."""
+    """See NOTE [short epochs]. What the verdict's full epochs were projected from."""
     proj = report.projection
     assert proj is not None
     if proj.unavailable:

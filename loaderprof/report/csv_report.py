@@ -48,7 +48,7 @@ def compare_frame(report: Report) -> pd.DataFrame:
                         "persistent": arm.persistent,
                         "trial": trial.index,
                         "warmup": trial.warmup,
-                        # NOTE [timing and memory trials]: memory trials' epoch
+                        # See NOTE [timing and memory trials]. Memory trials' epoch
                         # times feed no statistic.
                         "role": trial.role,
                         "trial_complete": trial.complete,

@@ -101,7 +101,7 @@ def fmt_stat(stat: Stat | None, fmt: Callable[[float], str]) -> str:
 
 
 def fmt_ratio_interval(r: Ratio | None) -> str:
-    """NOTE [earned intervals]: an interval only where one was earned."""
+    """See NOTE [earned intervals]. An interval only where one was earned."""
     if r is None:
         return "–"
     if not r.has_interval:
@@ -200,7 +200,7 @@ def summary_rows(report: Report) -> list[SummaryRow]:
         a, b = getattr(p, attr), getattr(n, attr)
         return _row(label, a, b, "bytes", fmt_delta_bytes(a, b), **kw)
 
-    # NOTE [validation pass]: its rows only when there was one.
+    # See NOTE [validation pass]. Its rows only when there was one.
     val = (
         [
             time_row("validation pass (steady)", "steady_val_s", None),

@@ -1,6 +1,6 @@
 """Pure: a watched run's events and samples -> its loaders, epochs, workers, pools.
 
-NOTE [watch hook]: each loader is told apart by the id the hook gave it; an epoch is
+See NOTE [watch hook]. Each loader is told apart by the id the hook gave it; an epoch is
 one `iter_start` of that loader up to the next; a worker belongs to the loader its
 init probe names, and to the epochs it was alive in.
 """
@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
 from loaderprof.measure.sampler import Sample
@@ -31,7 +32,7 @@ def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
     ordered = sorted(events, key=lambda e: e["t"])
     names: dict[Any, str] = {}
     for ev in ordered:
-        if ev["ev"] == "loader_created":
+        if ev["ev"] == Ev.LOADER_CREATED:
             names.setdefault(ev.get("loader"), f"L{len(names) + 1}")
     out: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in ordered:
@@ -44,9 +45,9 @@ def by_kind(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
 def _workers(
     evs: Events, lid: str, samples: Sequence[Sample], gone: Mapping[int, int], t0: int
 ) -> tuple[WatchedWorker, ...]:
-    inits = [ev for ev in evs["worker_init"] if ev.get("loader") == lid]
-    readies = {ev["pid"]: ev["t"] for ev in evs["worker_ready"]}
-    exits = {ev["pid"]: ev["t"] for ev in evs["worker_exit"]}
+    inits = [ev for ev in evs[Ev.WORKER_INIT] if ev.get("loader") == lid]
+    readies = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_READY]}
+    exits = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_EXIT]}
     peaks: dict[int, tuple[int | None, int | None]] = {}
     for s in samples:
         if s.uss is None:
@@ -108,7 +109,7 @@ def _with_reading(
     batch_size: int | None,
     t0: int,
 ) -> tuple[WatchedWorker, ...]:
-    """NOTE [copy-on-read]: each worker's USS and RSS from its first USS reading after
+    """See NOTE [copy-on-read]. Each worker's USS and RSS from its first USS reading after
     its first batch (its start-up copy already paid) to its USS peak, and about how
     many samples it read in between."""
     out = []
@@ -154,9 +155,9 @@ def _with_reading(
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
-    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
-    firsts = [ev["t"] for ev in evs["iter_first_batch"] if ev.get("loader") == lid]
-    ends = [ev for ev in evs["iter_end"] if ev.get("loader") == lid]
+    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
+    firsts = [ev["t"] for ev in evs[Ev.ITER_FIRST_BATCH] if ev.get("loader") == lid]
+    ends = [ev for ev in evs[Ev.ITER_END] if ev.get("loader") == lid]
     out = []
     for i, start in enumerate(starts):
         stop = starts[i + 1] if i + 1 < len(starts) else t_end + 1
@@ -181,20 +182,20 @@ def _epochs(
 
 
 def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
-    """NOTE [stale worker state]: the Dataset's fingerprints, the main process's at
+    """See NOTE [stale worker state]. The Dataset's fingerprints, the main process's at
     each `iter()` of a persistent loader (taken just before its stamp: the epoch
     whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
     `iter()` came last before it)."""
-    starts = [ev["t"] for ev in evs["iter_start"] if ev.get("loader") == lid]
+    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
 
     def epoch(kind: str, t: int) -> int:
-        if kind == "main_state":
+        if kind == Ev.MAIN_STATE:
             return bisect.bisect_left(starts, t) + 1
         return bisect.bisect_right(starts, t)
 
     return tuple(
         DatasetState.from_event(ev, epoch(kind, ev["t"]))
-        for kind in ("main_state", "worker_state")
+        for kind in (Ev.MAIN_STATE, Ev.WORKER_STATE)
         for ev in evs.get(kind, [])
         if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
     )
@@ -245,7 +246,7 @@ def loaders(
 ) -> tuple[WatchedLoader, ...]:
     walks = deep_ticks(samples)
     out = []
-    for ev in evs["loader_created"]:
+    for ev in evs[Ev.LOADER_CREATED]:
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)

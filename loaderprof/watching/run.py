@@ -1,6 +1,6 @@
 """`loaderprof watch -- COMMAND`: run a user's own command, hooked and sampled.
 
-NOTE [watch hook]: the command runs unchanged in its own session (so one killpg
+See NOTE [watch hook]. The command runs unchanged in its own session (so one killpg
 reaches its whole tree), with loaderprof's `sitecustomize` first on PYTHONPATH; the
 parent samples its process tree with the same sampler `compare` uses, walking
 USS/PSS at most every `uss_interval` (a real run is never paused for it), and reads
@@ -219,7 +219,7 @@ def run_watch(
             # ended by itself started apart on purpose (README: watch).
             tree.signal(signal.SIGKILL, detached_too=not finished)
             sampler.stop()
-        evs = events.EventReader(path).read_new()
+        evs = events.read_events(path)
     return WatchRun(
         command=tuple(command),
         returncode=returncode,

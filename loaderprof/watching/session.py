@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
+from loaderprof.inside.events import Ev
 from loaderprof.measure.readings import peak_worker_processes
 from loaderprof.model.environment import environment
 from loaderprof.model.watch import WatchReport
@@ -30,7 +31,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     wall = (run.t_end_ns - run.t0_ns) / NS
     spans = pools(found, wall)
     workers = {w.pid for ld in found for w in ld.workers}
-    imported = next(iter(evs.get("imported", [])), None)
+    imported = next(iter(evs.get(Ev.IMPORTED, [])), None)
     return WatchReport(
         kind="watch",
         schema_version=1,
@@ -47,7 +48,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         findings=find(found, spans, run.leaked_pids),
         sampler_duty_cycle=round(run.busy_s / wall, 4) if wall > 0 else None,
         interrupted=run.interrupted_by is not None,
-        warnings=tuple(str(ev.get("message", "")) for ev in evs.get("warning", [])),
+        warnings=tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, [])),
     )
 
 

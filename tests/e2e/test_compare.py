@@ -153,7 +153,7 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
         f"{DATA}:make_tiny",
         "--arg",
         "n=16",
-        # NOTE [start-up breakdown]: 64 MiB that every spawned worker receives.
+        # See NOTE [start-up breakdown]. 64 MiB that every spawned worker receives.
         "--arg",
         "blob_mib=64",
         "--mp-context",
@@ -185,7 +185,7 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     assert all(
         e["samples"] == 16 for a in ("persistent", "non_persistent") for e in _epochs(report, a)
     )
-    # NOTE [worker threads]: a plain worker computes on its main thread alone (under
+    # See NOTE [worker threads]. A plain worker computes on its main thread alone (under
     # spawn it also has a thread that ran while torch was imported, and is not counted).
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["compute_threads"] == 1 and w["torch_threads"] == 1 for w in workers)

@@ -40,7 +40,7 @@ def test_check_finds_exactly_one(
         "4",
         "--mp-context",
         "fork",
-        # NOTE [sampled pauses]: a pause lasts until the sampler has read it whole, however
+        # See NOTE [sampled pauses]. A pause lasts until the sampler has read it whole, however
         # slow a walk is on a busy machine; 200 ms leaves room for a few ticks besides.
         "--idle-ms",
         "200",
@@ -88,7 +88,7 @@ def test_growth_over_too_few_epochs_is_info_that_says_how_many_would_tell(
 
 
 def test_a_file_opened_lazily_is_state_carried_in_every_run(tmp_path: Path) -> None:
-    """NOTE [held at init]: counted from what the worker held before its first item, not
+    """See NOTE [held at init]. Counted from what the worker held before its first item, not
     from wherever the sampler's first reading landed (before or after the lazy open)."""
     for _ in range(2):
         code, report = _check_json(tmp_path, "LazyFile", "--epochs", "3")
@@ -114,7 +114,7 @@ def test_files_opened_once_per_chunk_level_off_and_are_no_leak(tmp_path: Path) -
 
 @pytest.mark.parametrize("dataset", ["RandomAugment", "TorchvisionStyle"])
 def test_draws_torch_reseeds_are_not_a_warning(tmp_path: Path, dataset: str) -> None:
-    """NOTE [random draws]: both arms draw fresh values every epoch; they differ only as
+    """See NOTE [random draws]. Both arms draw fresh values every epoch; they differ only as
     two seeds differ, which is at most info and never fails `check`."""
     out = tmp_path / "r.json"
     run = run_cli("check", f"{FINDINGS}:{dataset}", "--epochs", "4", "-b", "4", "--json", str(out))

@@ -1,4 +1,4 @@
-"""NOTE [short epochs]: --max-batches cuts real epochs and projects them to full ones."""
+"""See NOTE [short epochs]. --max-batches cuts real epochs and projects them to full ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NOTE [template]: trials forked from a warm template measure what fresh
+"""See NOTE [template]. Trials forked from a warm template measure what fresh
 interpreters measure, each in its own process group, and leave nothing behind."""
 
 from __future__ import annotations

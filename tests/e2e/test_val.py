@@ -1,4 +1,4 @@
-"""NOTE [validation pass]: a train pass and a validation pass every epoch, two pools."""
+"""See NOTE [validation pass]. A train pass and a validation pass every epoch, two pools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NOTE [watch hook]: `loaderprof watch -- COMMAND` on real training scripts."""
+"""See NOTE [watch hook]. `loaderprof watch -- COMMAND` on real training scripts."""
 
 from __future__ import annotations
 

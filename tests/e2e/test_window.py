@@ -1,4 +1,4 @@
-"""NOTE [memory window]: figures cover the loader's life, never the set-up or teardown."""
+"""See NOTE [memory window]. Figures cover the loader's life, never the set-up or teardown."""
 
 from __future__ import annotations
 

@@ -304,14 +304,14 @@ def test_growth_rule_tells_warmup_from_growth() -> None:
 
 
 def test_assemble_memory_window_excludes_setup_and_teardown() -> None:
-    """NOTE [memory window]: figures cover the loader's life only: not the set-up, not
+    """See NOTE [memory window]. Figures cover the loader's life only: not the set-up, not
     loaderprof's own collections, not the workers' shutdown after the last epoch
     (which has its own figure), not the process's exit."""
     events = [
         _ev("child_start", 0.1),
         _ev("imported", 1.0),
         _ev("dataset_built", 1.1),
-        # NOTE [sampled pauses]: the trial asks for its set-up to be read.
+        # See NOTE [sampled pauses]. The trial asks for its set-up to be read.
         _ev("setup_read", 1.11),
         _ev("loader_building", 1.15),
         _ev("loader_built", 1.2),

@@ -168,7 +168,7 @@ def test_each_ratio_reports_the_n_behind_it() -> None:
     n1 = make_trial("non_persistent", n_walls, idle=0, reused=False, index=1)
     cfg = RunConfig(dataset="a:B", epochs=len(walls), trials=2)
     metrics = report_metrics(build_report(cfg, [p0, n0, p1, n1], imported=IMPORTED))
-    # NOTE [trial is the unit]: two trials per arm, so the units are trials.
+    # See NOTE [trial is the unit]. Two trials per arm, so the units are trials.
     assert metrics["steady_epoch_ratio"].n == 2
     assert metrics["cold_epoch_ratio"].n == 2
     assert metrics["first_batch_ratio"].n == 2  # the second trial still has two

@@ -120,7 +120,7 @@ def test_memory_gates_on_two_readings_pass_unchanged_code_and_fail_a_real_regres
 
 
 def test_memory_trials_add_to_the_spread_not_the_level() -> None:
-    """NOTE [spread of an arm]: the memory trials' epochs (slower: sampled) move the
+    """See NOTE [spread of an arm]. The memory trials' epochs (slower: sampled) move the
     degrees of freedom, never the ratio."""
     timing = _arm("persistent", [0.10, 0.13]) + _arm("non_persistent", [1.0, 1.04])
     memory = _arm("persistent", [0.2, 0.25], role="memory") + _arm(

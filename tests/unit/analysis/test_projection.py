@@ -1,4 +1,4 @@
-"""NOTE [short epochs]: cut epochs projected to full ones; the verdict on full epochs."""
+"""See NOTE [short epochs]. Cut epochs projected to full ones; the verdict on full epochs."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def _with_threads(events: list[dict[str, object]], **fields: object) -> list[dic
 
 
 def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
-    """NOTE [worker threads]: a polling thread counts as computing but wants a sliver of
+    """See NOTE [worker threads]. A polling thread counts as computing but wants a sliver of
     a core; a pool outside the GIL wants several, and the fix names what started it."""
     import dataclasses
 

@@ -24,7 +24,7 @@ def test_schedule_interleaves_arms_and_runs_every_trial() -> None:
     assert arms == [p.arm for p in trial_order(3, cfg.seed, memory=2)]
     # A B B A: each pair swaps the order of the one before.
     assert arms[0:2] == arms[2:4][::-1]
-    # NOTE [timing and memory trials]: two memory pairs first, then 3 timing pairs.
+    # See NOTE [timing and memory trials]. Two memory pairs first, then 3 timing pairs.
     roles = [plan.role for _, plan in runner.calls]
     assert roles == ["memory"] * 4 + ["timing"] * 6
     assert len(outcome.trials) == 10 and outcome.interrupted is None
@@ -160,7 +160,7 @@ def test_report_refuses_exports_a_sweep_report_cannot_make(
 
 
 def test_a_pause_is_answered_only_by_a_reading_that_began_inside_it(tmp_path: Path) -> None:
-    """NOTE [sampled pauses]: the runner tells the trial a pause was read by writing its
+    """See NOTE [sampled pauses]. The runner tells the trial a pause was read by writing its
     epoch, once a whole walk that began after the pause's start has been read."""
     from loaderprof.measure.runner import _Pauses
 

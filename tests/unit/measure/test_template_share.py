@@ -1,4 +1,4 @@
-"""NOTE [template]: a forked trial's main counts the template's pages where a fresh
+"""See NOTE [template]. A forked trial's main counts the template's pages where a fresh
 interpreter holds them, in its RSS as in its PSS, so no reading of it shows a PSS
 above its RSS. This process stands in for the template: it maps a file and reads it
 (what the import faults in), then forks the "trial", which does not touch it."""

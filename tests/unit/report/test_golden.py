@@ -1,4 +1,4 @@
-"""NOTE [one screen]: the terminal output rendered into fixed-width consoles (no
+"""See NOTE [one screen]. The terminal output rendered into fixed-width consoles (no
 colour) and compared with committed text, as memray does. A change to the layout
 shows up here as a diff; regenerate with LOADERPROF_UPDATE_GOLDEN=1 after checking
 it by eye."""

@@ -1,4 +1,4 @@
-"""NOTE [watch hook]: a watched run's events assembled and checked, without processes."""
+"""See NOTE [watch hook]. A watched run's events assembled and checked, without processes."""
 
 from __future__ import annotations
 
