@@ -120,3 +120,27 @@ def test_trials_accepts_auto_and_numbers_from_the_command_line_and_a_file() -> N
     assert build_config({"dataset": DATASET, "trials": "4"}).trials == 4
     assert build_config({"dataset": DATASET}, {"trials": 2}).trials == 2
     assert build_config({"dataset": DATASET}, {"trials": "auto"}).adaptive
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_the_progress_bar_counts_to_the_epochs_the_plan_runs(world_size: int) -> None:
+    """Under torchrun a fixed plan runs, and the bar is sized for it, not for the
+    adaptive plan --trials auto would run alone (which here runs to its cap)."""
+    import io
+
+    from rich.console import Console
+
+    from loaderprof.commands.common import trial_progress
+    from loaderprof.comparing.ranks import DistContext, for_rank
+
+    auto = RunConfig(dataset=DATASET, epochs=3, max_trials=4)
+    ctx = DistContext(rank=0, world_size=world_size, host="h") if world_size > 1 else None
+    cfg = for_rank(auto, ctx)
+    out = io.StringIO()
+    runner = FakeRunner(startup_s=0.0, work_s=0.1, jitter=0.3)
+    with trial_progress(cfg, Console(file=out, force_terminal=True, width=200), True) as bar:
+        sync = (lambda: None) if ctx else None
+        run_schedule(cfg, runner=runner, on_progress=bar, settled=settled_rule(cfg), sync=sync)
+    epochs = len(runner.calls) * cfg.epochs
+    assert len(runner.calls) == (2 * (4 + 2) if world_size == 1 else 2 * (3 + 2))
+    assert f"{epochs}/{epochs}" in out.getvalue()
