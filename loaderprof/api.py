@@ -145,7 +145,7 @@ def execute(
 def _gather(report: Report, ctx: Any, budget: int | None) -> Report | None:
     """Every rank's report to rank 0, which gets its own with the per-node summary."""
     from loaderprof.comparing import ranks as dist
-    from loaderprof.model.results import from_dict, to_dict
+    from loaderprof.model.codec import from_dict, to_dict
 
     gathered = dist.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
     if gathered is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loaderprof.model.results import EpochResult, Setup, TrialMemory, TrialResult
+from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 
 MiB = 1024 * 1024
 

@@ -25,17 +25,9 @@ from loaderprof.analysis.stats import (
     mann_whitney_p,
 )
 from loaderprof.measure import readings
-from loaderprof.model.results import (
-    UNINFORMATIVE_FACTOR,
-    ArmSummary,
-    Comparison,
-    MetricValue,
-    Ratio,
-    Report,
-    Stat,
-    TrialResult,
-    Verdict,
-)
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
+from loaderprof.model.results import ArmSummary, Comparison, MetricValue, Report, Verdict
+from loaderprof.model.trials import TrialResult
 from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
 
 __all__ = ["ALPHA", "bootstrap_ratio", "mann_whitney_p"]

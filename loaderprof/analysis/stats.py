@@ -48,7 +48,8 @@ from typing import Literal
 
 import numpy as np
 
-from loaderprof.model.results import MetricValue, Ratio
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import MetricValue
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA

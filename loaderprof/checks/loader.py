@@ -13,7 +13,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.model.results import ARM_LABEL, Finding, Report, TrialResult, WorkerResult
+from loaderprof.model.results import ARM_LABEL, Finding, Report
+from loaderprof.model.trials import TrialResult, WorkerResult
 from loaderprof.model.units import fmt_bytes
 
 MiB = 1024 * 1024

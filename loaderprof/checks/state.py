@@ -22,7 +22,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loaderprof.model.results import ARM_LABEL, DatasetState, Finding, Report, Verdict
+from loaderprof.model.results import ARM_LABEL, Finding, Report, Verdict
+from loaderprof.model.trials import DatasetState
 
 STALE_FIX = (
     "keep per-epoch state where the workers see it: in shared memory (a tensor after "

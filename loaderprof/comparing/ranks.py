@@ -19,18 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.model.results import (
+from loaderprof.model.distributed import (
     DistributedSummary,
     NodeArmTotals,
     NodeSummary,
     RankArmSummary,
     RankSummary,
-    Report,
     SlowestRank,
-    TrialError,
-    TrialResult,
-    error_line,
 )
+from loaderprof.model.results import Report, error_line
+from loaderprof.model.trials import TrialError, TrialResult
 
 
 @dataclass(frozen=True)

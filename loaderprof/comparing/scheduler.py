@@ -21,7 +21,7 @@ from typing import Any
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
 from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialPlan, TrialRunner
-from loaderprof.model.results import TrialResult
+from loaderprof.model.trials import TrialResult
 
 ARM_PERSISTENT = TrialPlan("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialPlan("non_persistent", False, 0)

@@ -17,7 +17,7 @@ from typing import Any
 
 from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import (
+from loaderprof.model.trials import (
     BatchSpan,
     DatasetState,
     EpochResult,

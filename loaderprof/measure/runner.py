@@ -32,7 +32,7 @@ from loaderprof.inside.events import EventReader
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
-from loaderprof.model.results import SamplerStats, TrialError, TrialResult
+from loaderprof.model.trials import SamplerStats, TrialError, TrialResult
 from loaderprof.model.units import fmt_bytes
 
 EventCallback = Callable[[Mapping[str, Any]], None]

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.model.results import Stat
+from loaderprof.model.metrics import Stat
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel

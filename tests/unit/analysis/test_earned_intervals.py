@@ -15,7 +15,9 @@ from loaderprof.analysis import stats
 from loaderprof.analysis.gates import evaluate, judge, parse_gate
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.results import MetricValue, Ratio, Report, TrialResult
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import MetricValue, Report
+from loaderprof.model.trials import TrialResult
 
 
 def _arm(

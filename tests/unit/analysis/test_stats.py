@@ -11,7 +11,8 @@ import pytest
 from builders import make_trial
 from loaderprof.analysis import comparison as analysis
 from loaderprof.analysis import stats
-from loaderprof.model.results import MetricValue, Ratio
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import MetricValue
 
 TRUE_RATIO = 0.8
 

@@ -6,7 +6,8 @@ import loaderprof
 from builders import make_pair
 from fakes import FakeRunner
 from loaderprof.analysis.comparison import epochs_to_decide, summarize_arm, verdict
-from loaderprof.model.results import Comparison, Ratio
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import Comparison
 
 DATASET = "loaderprof.examples:CheapDataset"
 

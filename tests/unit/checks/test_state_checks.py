@@ -12,7 +12,8 @@ from loaderprof.analysis.gates import evaluate, parse_gate
 from loaderprof.checks.state import stale_in, weigh
 from loaderprof.errors import UsageError
 from loaderprof.inside.fingerprint import describe, fingerprint
-from loaderprof.model.results import DatasetState, Finding, Verdict
+from loaderprof.model.results import Finding, Verdict
+from loaderprof.model.trials import DatasetState
 
 
 class _Holder:
