@@ -27,8 +27,10 @@ from loaderprof.config.run import RunConfig, build_config, load_config_file
 from loaderprof.errors import UsageError
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.results import BaselineInfo, Report, SweepReport
-from loaderprof.model.watch import WatchReport
 from loaderprof.report.json_report import read_report
+
+# `loaderprof.watch(...)`: the watch pipeline's one entry, the CLI's too.
+from loaderprof.watching.session import watch as watch
 
 # `check` is `compare` with every lifecycle check on: one trial per arm and
 # content digests, unless the flags or the config file say otherwise.
@@ -292,22 +294,3 @@ def sweep(
     )
     cfg, grid = prepare_sweep(dataset, run, grid_opts)
     return run_sweep(cfg, grid, runner=runner, on_progress=on_progress)
-
-
-def watch(
-    command: Sequence[str],
-    *,
-    sample_interval: float | None = None,
-    uss_interval: float | None = None,
-    on_tick: Callable[[float], None] | None = None,
-) -> WatchReport:
-    """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
-    the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
-    built, their epochs, workers and memory, and the findings. `sample_interval` and
-    `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
-    `on_tick(seconds)` is called about every 0.2 s while the command runs."""
-    from loaderprof.watching.session import watch as run_watched
-
-    return run_watched(
-        command, sample_interval=sample_interval, uss_interval=uss_interval, on_tick=on_tick
-    )

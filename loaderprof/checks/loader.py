@@ -124,6 +124,15 @@ def check_straggler(report: Report) -> list[Finding]:
     ]
 
 
+# What keeps a worker alive past its loader's shutdown, and how to let it go.
+_SHUTDOWN_FIX = (
+    "a worker must return from its loop when the loader shuts it down: do not ignore "
+    "SIGTERM or block in an atexit/finalizer handler in worker_init_fn or the Dataset; "
+    "close threads, pools and connections the worker opened (a daemon=False thread "
+    "keeps the process alive)"
+)
+
+
 def check_shutdown(report: Report) -> list[Finding]:
     """Workers that outlive their loader: torch joins each for 5 s, then sends SIGTERM;
     one still alive after that holds its memory until the training process exits (or
@@ -151,10 +160,7 @@ def check_shutdown(report: Report) -> list[Finding]:
                 "worker_processes_seen": total,
                 "arms": arms,
             },
-            fix="a worker must return from its loop when the loader shuts it down: do not "
-            "ignore SIGTERM or block in an atexit/finalizer handler in worker_init_fn or "
-            "the Dataset; close threads, pools and connections the worker opened (a "
-            "daemon=False thread keeps the process alive)",
+            fix=_SHUTDOWN_FIX,
         )
     ]
 

@@ -80,8 +80,11 @@ def watch(
     uss_interval: float | None = None,
     on_tick: Callable[[float], None] | None = None,
 ) -> WatchReport:
-    """Run `command` to its end, sampled every `sample_interval` ms (USS/PSS at most
-    every `uss_interval` ms), and report what its DataLoaders did."""
+    """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
+    the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
+    built, their epochs, workers and memory, and the findings. `sample_interval` and
+    `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
+    `on_tick(seconds)` is called about every 0.2 s while the command runs."""
     sample_ms, uss_ms = check_intervals(sample_interval, uss_interval)
     run = run_watch(
         command,
