@@ -25,8 +25,8 @@ from loaderprof.analysis.stats import (
     mann_whitney_p,
 )
 from loaderprof.measure import readings
-from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
-from loaderprof.model.results import ArmSummary, Comparison, MetricValue, Report, Verdict
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, Ratio, Stat
+from loaderprof.model.results import ArmSummary, Comparison, Report, Verdict
 from loaderprof.model.trials import TrialResult
 from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
 

@@ -48,8 +48,7 @@ from typing import Literal
 
 import numpy as np
 
-from loaderprof.model.metrics import Ratio
-from loaderprof.model.results import MetricValue
+from loaderprof.model.metrics import MetricValue, Ratio
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA

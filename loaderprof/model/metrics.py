@@ -59,15 +59,27 @@ def informative_interval(value: float, low: float, high: float, has_interval: bo
     return value > 0 or low <= value <= high
 
 
-@dataclass(frozen=True)
-class Ratio:
-    """persistent / non_persistent, with its interval (see Comparison.confidence).
+class _Interval:
+    """A figure with its 95 % interval. NOTE [earned intervals]: an interval is
+    printed, exported and gated only where it was earned. A figure read once has none:
+    `has_interval` is False and ci_low = ci_high = value stand for "no interval"
+    (n=1), never for certainty. An interval reaching more than UNINFORMATIVE_FACTOR
+    from the value on either side is not `informative`: it is reported as "cannot
+    decide with this many trials"."""
 
-    NOTE [earned intervals]: an interval is printed, exported and gated only where
-    it was earned. A side read once has none: `has_interval` is False and ci_low =
-    ci_high = value stand for "no interval" (n=1), never for certainty. An interval
-    reaching more than UNINFORMATIVE_FACTOR from the value on either side is not
-    `informative`: it is reported as "cannot decide with this many trials"."""
+    value: float
+    ci_low: float
+    ci_high: float
+    has_interval: bool
+
+    @property
+    def informative(self) -> bool:
+        return informative_interval(self.value, self.ci_low, self.ci_high, self.has_interval)
+
+
+@dataclass(frozen=True)
+class Ratio(_Interval):
+    """persistent / non_persistent, with its interval (see Comparison.confidence)."""
 
     value: float
     ci_low: float
@@ -77,6 +89,16 @@ class Ratio:
     @property
     def informative(self) -> bool:
         # A ratio is positive: an interval reaching 0 says nothing.
-        return self.ci_low > 0 and informative_interval(
-            self.value, self.ci_low, self.ci_high, self.has_interval
-        )
+        return self.ci_low > 0 and super().informative
+
+
+@dataclass(frozen=True)
+class MetricValue(_Interval):
+    """A gateable figure with its interval and the number of values behind it: no gate
+    may fail with certainty on one without an interval."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n: int
+    has_interval: bool = True

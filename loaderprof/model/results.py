@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loaderprof.model.distributed import DistributedSummary
-from loaderprof.model.metrics import Ratio, Stat, informative_interval
+from loaderprof.model.metrics import Ratio, Stat
 from loaderprof.model.trials import TrialError, TrialResult
 
 SCHEMA_VERSION = 1
@@ -134,23 +134,6 @@ class Verdict:
     depends_on: tuple[str, ...] = ()
     # False: the evidence decides neither way yet; the reasons say what would.
     decided: bool = True
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    """A gateable figure with its 95 % interval and the number of values behind it.
-    NOTE [earned intervals]: `has_interval` False: read once, ci_low = ci_high =
-    value, and no gate may fail on it with certainty."""
-
-    value: float
-    ci_low: float
-    ci_high: float
-    n: int
-    has_interval: bool = True
-
-    @property
-    def informative(self) -> bool:
-        return informative_interval(self.value, self.ci_low, self.ci_high, self.has_interval)
 
 
 @dataclass(frozen=True)

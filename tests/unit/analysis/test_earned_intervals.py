@@ -15,8 +15,8 @@ from loaderprof.analysis import stats
 from loaderprof.analysis.gates import evaluate, judge, parse_gate
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.metrics import Ratio
-from loaderprof.model.results import MetricValue, Report
+from loaderprof.model.metrics import MetricValue, Ratio
+from loaderprof.model.results import Report
 from loaderprof.model.trials import TrialResult
 
 

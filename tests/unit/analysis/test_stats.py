@@ -11,8 +11,7 @@ import pytest
 from builders import make_trial
 from loaderprof.analysis import comparison as analysis
 from loaderprof.analysis import stats
-from loaderprof.model.metrics import Ratio
-from loaderprof.model.results import MetricValue
+from loaderprof.model.metrics import MetricValue, Ratio
 
 TRUE_RATIO = 0.8
 
