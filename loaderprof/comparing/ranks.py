@@ -19,15 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.model.distributed import (
+from loaderprof.model.results import (
     DistributedSummary,
     NodeArmTotals,
     NodeSummary,
     RankArmSummary,
     RankSummary,
+    Report,
     SlowestRank,
+    error_line,
 )
-from loaderprof.model.results import Report, error_line
 from loaderprof.model.trials import TrialError, TrialResult
 
 

@@ -1,11 +1,11 @@
 """Typed, frozen results of a compare or a sweep: the report, its arms, comparison,
-verdict, gates and findings (schema_version 1).
+verdict, gates, findings and torchrun summary (schema_version 1).
 
 The JSON produced from these classes (`model.codec`) is a public contract: field
 names are stable, new fields may be added. What one trial measured is in
-`model.trials`, figures with their spread in `model.metrics`, the torchrun summary
-in `model.distributed`. Times are seconds from the trial start (the moment the
-parent launched the trial process); memory is bytes.
+`model.trials`, figures with their spread in `model.metrics`. Times are seconds
+from the trial start (the moment the parent launched the trial process); memory is
+bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from loaderprof.model.distributed import DistributedSummary
 from loaderprof.model.metrics import Ratio, Stat
 from loaderprof.model.trials import TrialError, TrialResult
 
@@ -167,6 +166,68 @@ class Finding:
     evidence: Mapping[str, Any]
     fix: str
     arm: str | None = None
+
+
+# -- under torchrun: each rank's figures and the per-node totals rank 0 reports --
+
+
+@dataclass(frozen=True)
+class RankArmSummary:
+    steady_epoch_s: float | None
+    first_batch_s: float | None
+    peak_worker_uss_bytes: float | None
+    peak_total_pss_bytes: float | None
+    idle_workers_uss_bytes: float | None
+    worker_pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    rank: int
+    host: str
+    arms: Mapping[str, RankArmSummary]
+    # The rank's run did not complete; its one error line (what the same run
+    # without torchrun would print) and its category (usage / run / interrupted).
+    failed: bool = False
+    error: str | None = None
+    error_category: str | None = None
+
+
+@dataclass(frozen=True)
+class SlowestRank:
+    """The rank the whole job waits for in one epoch."""
+
+    arm: str
+    epoch: int
+    rank: int
+    wall_s: float
+
+
+@dataclass(frozen=True)
+class NodeArmTotals:
+    # Worker processes the node ran at once, measured: per rank the most worker PIDs
+    # alive at once (sampler ticks, epochs), summed over the node's ranks.
+    worker_processes: int
+    # Sum over the node's ranks of each rank's peak PSS total (trials start
+    # together, so the peaks overlap).
+    pss_total_bytes: int | None
+    # Memory held between epochs by all the node's persistent workers.
+    idle_workers_uss_bytes: int | None
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    host: str
+    ranks: tuple[int, ...]
+    arms: Mapping[str, NodeArmTotals]
+
+
+@dataclass(frozen=True)
+class DistributedSummary:
+    world_size: int
+    ranks: tuple[RankSummary, ...]
+    slowest: tuple[SlowestRank, ...]
+    nodes: tuple[NodeSummary, ...]
 
 
 @dataclass(frozen=True)
