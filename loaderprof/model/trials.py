@@ -157,46 +157,6 @@ class ProcessTimeline:
 
 
 @dataclass(frozen=True)
-class TrialMemory:
-    """None everywhere when sampling was off."""
-
-    # Max over sampling ticks of the PSS summed over the whole process tree.
-    peak_total_pss_bytes: int | None
-    # Max over ticks of the USS summed over the workers alive at that tick.
-    peak_workers_uss_bytes: int | None
-    # Largest single-worker peak USS.
-    peak_worker_uss_bytes: int | None
-    # USS (and PSS) the workers hold between epochs: per pause, the largest
-    # tick sum; then the median over pauses. Zero when workers are gone.
-    idle_workers_uss_bytes: int | None
-    idle_workers_pss_bytes: int | None
-    peak_main_uss_bytes: int | None
-    peak_main_pss_bytes: int | None
-    peak_main_rss_bytes: int | None
-    samples: int
-    # Ticks that read USS/PSS of every process (the rest read RSS only).
-    deep_samples: int = 0
-    # NOTE [memory window]: every figure above covers the loader's life, from
-    # its construction until its workers are gone after the last epoch (trial
-    # seconds). Samples outside it (imports, Dataset construction, the trial
-    # process's exit) stay in the timeline, marked, and feed no figure.
-    window_start_s: float | None = None
-    window_end_s: float | None = None
-    # The main process just before the loader was built: imports and the
-    # Dataset, the baseline that forked workers start from.
-    setup_main_rss_bytes: int | None = None
-    setup_main_uss_bytes: int | None = None
-    setup_main_pss_bytes: int | None = None
-    # Peak PSS total while the loader shut its workers down (after the last epoch).
-    shutdown_peak_total_pss_bytes: int | None = None
-    # Most worker processes alive at one sampling tick (counted from PIDs).
-    peak_worker_processes: int | None = None
-    # NOTE [validation pass]: USS the train loader's workers hold while validation
-    # runs (0 when they are gone: non-persistent), None without --val or deep walks.
-    val_train_pool_uss_bytes: int | None = None
-
-
-@dataclass(frozen=True)
 class TrialError:
     category: Literal["usage", "run", "interrupted"]
     kind: str
@@ -333,3 +293,43 @@ class TrialResult:
     # The Dataset's biggest attributes as a spawned worker receives them (bytes),
     # sized after the epochs when a worker's pickle was ≥ 1 MiB.
     dataset_attribute_bytes: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrialMemory:
+    """None everywhere when sampling was off."""
+
+    # Max over sampling ticks of the PSS summed over the whole process tree.
+    peak_total_pss_bytes: int | None
+    # Max over ticks of the USS summed over the workers alive at that tick.
+    peak_workers_uss_bytes: int | None
+    # Largest single-worker peak USS.
+    peak_worker_uss_bytes: int | None
+    # USS (and PSS) the workers hold between epochs: per pause, the largest
+    # tick sum; then the median over pauses. Zero when workers are gone.
+    idle_workers_uss_bytes: int | None
+    idle_workers_pss_bytes: int | None
+    peak_main_uss_bytes: int | None
+    peak_main_pss_bytes: int | None
+    peak_main_rss_bytes: int | None
+    samples: int
+    # Ticks that read USS/PSS of every process (the rest read RSS only).
+    deep_samples: int = 0
+    # NOTE [memory window]: every figure above covers the loader's life, from
+    # its construction until its workers are gone after the last epoch (trial
+    # seconds). Samples outside it (imports, Dataset construction, the trial
+    # process's exit) stay in the timeline, marked, and feed no figure.
+    window_start_s: float | None = None
+    window_end_s: float | None = None
+    # The main process just before the loader was built: imports and the
+    # Dataset, the baseline that forked workers start from.
+    setup_main_rss_bytes: int | None = None
+    setup_main_uss_bytes: int | None = None
+    setup_main_pss_bytes: int | None = None
+    # Peak PSS total while the loader shut its workers down (after the last epoch).
+    shutdown_peak_total_pss_bytes: int | None = None
+    # Most worker processes alive at one sampling tick (counted from PIDs).
+    peak_worker_processes: int | None = None
+    # NOTE [validation pass]: USS the train loader's workers hold while validation
+    # runs (0 when they are gone: non-persistent), None without --val or deep walks.
+    val_train_pool_uss_bytes: int | None = None
