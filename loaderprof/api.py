@@ -27,8 +27,10 @@ from loaderprof.config.run import RunConfig, build_config, load_config_file
 from loaderprof.errors import UsageError
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.results import BaselineInfo, Report, SweepReport
-from loaderprof.model.watch import WatchReport
 from loaderprof.report.json_report import read_report
+
+# `loaderprof.watch(...)`: the watch pipeline's one entry, the CLI's too.
+from loaderprof.watching.session import watch as watch
 
 # `check` is `compare` with every lifecycle check on: one trial per arm and
 # content digests, unless the flags or the config file say otherwise.
@@ -145,7 +147,7 @@ def execute(
 def _gather(report: Report, ctx: Any, cfg: RunConfig) -> Report | None:
     """Every rank's report to rank 0, which gets its own with the per-node summary."""
     from loaderprof.comparing import ranks as dist
-    from loaderprof.model.results import from_dict, to_dict
+    from loaderprof.model.codec import from_dict, to_dict
 
     gathered = dist.gather((ctx.rank, ctx.host, to_dict(report)), ctx.world_size)
     if gathered is None:
@@ -292,30 +294,3 @@ def sweep(
     )
     cfg, grid = prepare_sweep(dataset, run, grid_opts)
     return run_sweep(cfg, grid, runner=runner, on_progress=on_progress)
-
-
-def watch(
-    command: Sequence[str],
-    *,
-    sample_interval: float | None = None,
-    uss_interval: float | None = None,
-    on_tick: Callable[[float], None] | None = None,
-    kill_after: float | None = None,
-) -> WatchReport:
-    """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
-    the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
-    built, their epochs, workers and memory, and the findings. `sample_interval` and
-    `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
-    `on_tick(seconds)` is called about every 0.2 s while the command runs; `kill_after`
-    is the seconds the command has to stop by itself after an interrupt is forwarded
-    to it (default: the CLI's `--kill-after`)."""
-    from loaderprof.config.options import WatchStopOptions
-    from loaderprof.watching.session import watch as run_watched
-
-    return run_watched(
-        command,
-        sample_interval=sample_interval,
-        uss_interval=uss_interval,
-        on_tick=on_tick,
-        kill_after_s=WatchStopOptions().kill_after if kill_after is None else kill_after,
-    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loaderprof.model.results import EpochResult, Setup, TrialMemory, TrialResult
+from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 from loaderprof.model.units import MiB
 
 __all__ = ["MiB", "make_pair", "make_trial"]

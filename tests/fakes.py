@@ -20,7 +20,7 @@ from loaderprof.config.run import RunConfig
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialSlot
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import TrialError, TrialResult
+from loaderprof.model.trials import TrialError, TrialResult
 from loaderprof.model.units import MiB
 
 S = 1_000_000_000

@@ -29,15 +29,9 @@ from loaderprof.analysis.summary import (
     spread_groups,
     steady_groups,
 )
-from loaderprof.model.results import (
-    ArmSummary,
-    Comparison,
-    MetricValue,
-    Ratio,
-    Report,
-    Stat,
-    TrialResult,
-)
+from loaderprof.model.metrics import MetricValue, Ratio, Stat
+from loaderprof.model.results import ArmSummary, Comparison, Report
+from loaderprof.model.trials import TrialResult
 
 
 def break_even_epochs(cold_extra_s: float, saved_per_epoch_s: float) -> int | None:

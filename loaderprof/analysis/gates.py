@@ -34,14 +34,8 @@ from typing import Literal
 
 from loaderprof.checks.catalogue import FINDING_IDS
 from loaderprof.errors import UsageError
-from loaderprof.model.results import (
-    UNINFORMATIVE_FACTOR,
-    GateResult,
-    GateStatus,
-    MetricValue,
-    Report,
-    informative_interval,
-)
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
+from loaderprof.model.results import GateResult, GateStatus, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (

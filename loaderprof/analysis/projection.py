@@ -22,7 +22,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loaderprof.model.results import EpochResult, Projection, Stat, TrialResult
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Projection
+from loaderprof.model.trials import EpochResult, TrialResult
 
 
 def batch_interval(e: EpochResult) -> float | None:

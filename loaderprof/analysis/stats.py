@@ -48,7 +48,7 @@ from typing import Literal
 
 import numpy as np
 
-from loaderprof.model.results import MetricValue, Ratio
+from loaderprof.model.metrics import MetricValue, Ratio
 
 ALPHA = 0.05
 CONFIDENCE = 1 - ALPHA

@@ -24,9 +24,9 @@ from typing import Literal
 from loaderprof.analysis.stats import CONFIDENCE, Direction, significant_direction
 from loaderprof.checks.state import CORRECTNESS
 from loaderprof.config.run import RunConfig
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR
 from loaderprof.model.results import (
     ARM_LABEL,
-    UNINFORMATIVE_FACTOR,
     ArmSummary,
     Comparison,
     DistributedSummary,

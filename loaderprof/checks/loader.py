@@ -13,7 +13,8 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.model.results import ARM_LABEL, Finding, Report, TrialResult, WorkerResult
+from loaderprof.model.results import ARM_LABEL, Finding, Report
+from loaderprof.model.trials import TrialResult, WorkerResult
 from loaderprof.model.units import MiB, fmt_bytes
 
 # A worker is a straggler when its median batch takes this many times the other
@@ -121,6 +122,15 @@ def check_straggler(report: Report) -> list[Finding]:
     ]
 
 
+# What keeps a worker alive past its loader's shutdown, and how to let it go.
+_SHUTDOWN_FIX = (
+    "a worker must return from its loop when the loader shuts it down: do not ignore "
+    "SIGTERM or block in an atexit/finalizer handler in worker_init_fn or the Dataset; "
+    "close threads, pools and connections the worker opened (a daemon=False thread "
+    "keeps the process alive)"
+)
+
+
 def check_shutdown(report: Report) -> list[Finding]:
     """Workers that outlive their loader: torch joins each for 5 s, then sends SIGTERM;
     one still alive after that holds its memory until the training process exits (or
@@ -148,10 +158,7 @@ def check_shutdown(report: Report) -> list[Finding]:
                 "worker_processes_seen": total,
                 "arms": arms,
             },
-            fix="a worker must return from its loop when the loader shuts it down: do not "
-            "ignore SIGTERM or block in an atexit/finalizer handler in worker_init_fn or "
-            "the Dataset; close threads, pools and connections the worker opened (a "
-            "daemon=False thread keeps the process alive)",
+            fix=_SHUTDOWN_FIX,
         )
     ]
 

@@ -36,14 +36,8 @@ from loaderprof.checks.series import (
 from loaderprof.checks.state import check_state
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window
-from loaderprof.model.results import (
-    ARM_LABEL,
-    ArmResult,
-    Finding,
-    Report,
-    TrialResult,
-    WorkerResult,
-)
+from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
+from loaderprof.model.trials import TrialResult, WorkerResult
 from loaderprof.model.units import fmt_bytes
 
 NEAR_LIMIT = 0.8

@@ -21,7 +21,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from loaderprof.model.results import DatasetState, Finding, Report
+from loaderprof.model.results import Finding, Report
+from loaderprof.model.trials import DatasetState
 
 STALE_FIX = (
     "keep per-epoch state where the workers see it: in shared memory (a tensor after "

@@ -28,10 +28,9 @@ from loaderprof.model.results import (
     RankSummary,
     Report,
     SlowestRank,
-    TrialError,
-    TrialResult,
     error_line,
 )
+from loaderprof.model.trials import TrialError, TrialResult
 
 
 @dataclass(frozen=True)

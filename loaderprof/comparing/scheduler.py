@@ -27,7 +27,7 @@ from loaderprof.measure.runner import (
     TrialRunner,
     TrialSlot,
 )
-from loaderprof.model.results import TrialResult
+from loaderprof.model.trials import TrialResult
 
 ARM_PERSISTENT = TrialSlot("persistent", True, 0)
 ARM_NON_PERSISTENT = TrialSlot("non_persistent", False, 0)

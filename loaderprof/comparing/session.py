@@ -22,10 +22,9 @@ from loaderprof.model.results import (
     PlanInfo,
     Projection,
     Report,
-    TrialError,
-    TrialResult,
     Verdict,
 )
+from loaderprof.model.trials import TrialError, TrialResult
 from loaderprof.version import __version__
 
 

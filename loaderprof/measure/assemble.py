@@ -33,7 +33,7 @@ from loaderprof.measure.memory import (
 )
 from loaderprof.measure.readings import deep_ticks
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import (
+from loaderprof.model.trials import (
     BatchSpan,
     DatasetState,
     EpochResult,

@@ -33,7 +33,7 @@ from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
-from loaderprof.model.results import SamplerStats, TrialError, TrialResult
+from loaderprof.model.trials import SamplerStats, TrialError, TrialResult
 from loaderprof.model.units import fmt_bytes
 
 EventCallback = Callable[[Mapping[str, Any]], None]

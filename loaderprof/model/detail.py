@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from loaderprof.model.results import DetailInfo, ProcessTimeline, TrialResult
+from loaderprof.model.trials import DetailInfo, ProcessTimeline, TrialResult
 
 MAX_BATCH_SPANS = 20_000
 MAX_TIMELINE_SAMPLES = 5_000

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from loaderprof.model.results import DatasetState, Finding, Stat
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Finding
+from loaderprof.model.trials import DatasetState
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report, Stat
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (

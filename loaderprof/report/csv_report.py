@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.model.results import EpochResult, Report, SweepReport, TrialResult
+from loaderprof.model.results import Report, SweepReport
+from loaderprof.model.trials import EpochResult, TrialResult
 
 if TYPE_CHECKING:
     import pandas as pd

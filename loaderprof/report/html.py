@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, EpochResult, Report, TrialResult
+from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, Report
+from loaderprof.model.trials import EpochResult, TrialResult
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
 

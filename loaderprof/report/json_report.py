@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof.errors import UsageError
-from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport, from_dict, to_dict
+from loaderprof.model.codec import from_dict, to_dict
+from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
 from loaderprof.model.watch import WatchReport
 
 

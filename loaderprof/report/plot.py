@@ -20,7 +20,8 @@ from typing import Any, BinaryIO
 
 from loaderprof.errors import UsageError
 from loaderprof.model.results import ARM_LABEL as _LABEL
-from loaderprof.model.results import ProcessTimeline, Report, TrialResult
+from loaderprof.model.results import Report
+from loaderprof.model.trials import ProcessTimeline, TrialResult
 from loaderprof.model.units import MiB
 from loaderprof.report.rows import ARM_COLOR, plan_text
 

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loaderprof.model.results import ARM_LABEL, UNINFORMATIVE_FACTOR, ArmResult, Ratio, Report, Stat
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
+from loaderprof.model.results import ARM_LABEL, ArmResult, Report
 from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
 from loaderprof.report.partial import plan_words
 

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from loaderprof.model.results import ARM_LABEL as _LABEL
-from loaderprof.model.results import Report, TrialResult
+from loaderprof.model.results import Report
+from loaderprof.model.trials import TrialResult
 from loaderprof.model.units import MiB
 
 GAP_US = 1_000_000

@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.model.results import Stat
+from loaderprof.model.metrics import Stat
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel
@@ -79,12 +79,9 @@ def loaders_table(report: WatchReport) -> Table:
 
 def pools_table(report: WatchReport) -> Table:
     """Which worker pools were alive when: one bar per pool over the command's run."""
-    t = Table(
-        title=f"Worker pools over the run (most worker processes at once: "
-        f"{report.peak_worker_processes})",
-        title_justify="left",
-        header_style="bold",
-    )
+    most = report.peak_worker_processes
+    title = f"Worker pools over the run (most worker processes at once: {most})"
+    t = Table(title=title, title_justify="left", header_style="bold")
     t.add_column("loader")
     t.add_column("built at", overflow="fold")
     t.add_column("workers", justify="right")

@@ -19,7 +19,8 @@ from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import DatasetState, Stat
+from loaderprof.model.metrics import Stat
+from loaderprof.model.trials import DatasetState
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
 
 NS = 1_000_000_000

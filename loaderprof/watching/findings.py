@@ -52,26 +52,28 @@ def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
             for a, b in itertools.pairwise(group)
         ):
             continue
-        waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
-        wait = statistics.median(waits) if waits else None
-        cost = f", each epoch waiting {wait:.2f} s for its first batch" if wait else ""
-        out.append(
-            Finding(
-                id="loader-recreated",
-                severity="warning",
-                title=f"{len(group)} DataLoaders built at {site}, each iterated once: their "
-                f"workers start again every epoch{cost}",
-                evidence={
-                    "site": site,
-                    "loaders": [ld.id for ld in group],
-                    "persistent_workers": any(ld.persistent_workers for ld in group),
-                    "median_first_batch_s": None if wait is None else round(wait, 4),
-                },
-                fix="build the DataLoader once, before the epoch loop, and iterate it each "
-                "epoch (with persistent_workers=True its workers then start once)",
-            )
-        )
+        out.append(_recreated(site, group))
     return out
+
+
+def _recreated(site: str, group: Sequence[WatchedLoader]) -> Finding:
+    waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
+    wait = statistics.median(waits) if waits else None
+    cost = f", each epoch waiting {wait:.2f} s for its first batch" if wait else ""
+    return Finding(
+        id="loader-recreated",
+        severity="warning",
+        title=f"{len(group)} DataLoaders built at {site}, each iterated once: their "
+        f"workers start again every epoch{cost}",
+        evidence={
+            "site": site,
+            "loaders": [ld.id for ld in group],
+            "persistent_workers": any(ld.persistent_workers for ld in group),
+            "median_first_batch_s": None if wait is None else round(wait, 4),
+        },
+        fix="build the DataLoader once, before the epoch loop, and iterate it each "
+        "epoch (with persistent_workers=True its workers then start once)",
+    )
 
 
 def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:

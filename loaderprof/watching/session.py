@@ -80,16 +80,21 @@ def watch(
     sample_interval: float | None = None,
     uss_interval: float | None = None,
     on_tick: Callable[[float], None] | None = None,
-    kill_after_s: float = KILL_AFTER_S,
+    kill_after: float = KILL_AFTER_S,
 ) -> WatchReport:
-    """Run `command` to its end, sampled every `sample_interval` ms (USS/PSS at most
-    every `uss_interval` ms), and report what its DataLoaders did."""
+    """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
+    the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
+    built, their epochs, workers and memory, and the findings. `sample_interval` and
+    `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
+    `on_tick(seconds)` is called about every 0.2 s while the command runs; `kill_after`
+    is the seconds the command has to stop by itself after an interrupt is forwarded to
+    it (the CLI's `--kill-after`)."""
     sample_ms, uss_ms = check_intervals(sample_interval, uss_interval)
     run = run_watch(
         command,
         interval_s=sample_ms / 1000,
         uss_interval_s=uss_ms / 1000,
         on_tick=on_tick,
-        kill_after_s=kill_after_s,
+        kill_after_s=kill_after,
     )
     return build_watch_report(run)

@@ -16,13 +16,10 @@ from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import (
-    Report,
-    Stat,
-    TrialResult,
-    from_dict,
-    to_dict,
-)
+from loaderprof.model.codec import from_dict, to_dict
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Report
+from loaderprof.model.trials import TrialResult
 from loaderprof.report.console import render
 from loaderprof.report.json_report import to_json
 

@@ -16,7 +16,9 @@ from loaderprof.analysis.verdict import VerdictInputs, decide
 from loaderprof.comparing import ranks as distributed
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import LoaderOptions, RunConfig
-from loaderprof.model.results import Comparison, Ratio, Report, TrialError, TrialResult
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import Comparison, Report
+from loaderprof.model.trials import TrialError, TrialResult
 
 IMPORTED = {"torch": "2.x", "start_method": "fork"}
 

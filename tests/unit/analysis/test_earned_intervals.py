@@ -16,7 +16,9 @@ from loaderprof.analysis.gates import evaluate, judge, parse_gate
 from loaderprof.analysis.verdict import assess
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.results import MetricValue, Ratio, Report, TrialResult
+from loaderprof.model.metrics import MetricValue, Ratio
+from loaderprof.model.results import Report
+from loaderprof.model.trials import TrialResult
 
 
 def _arm(

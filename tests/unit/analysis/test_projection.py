@@ -11,7 +11,7 @@ from loaderprof.analysis.projection import batch_interval, full_batches, project
 from loaderprof.cli import _run
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.results import EpochResult
+from loaderprof.model.trials import EpochResult
 
 
 def _epoch(epoch: int, wall: float, first: float, last: float, batches: int) -> EpochResult:

@@ -13,7 +13,7 @@ from loaderprof.analysis import stats
 from loaderprof.analysis.comparison import compare
 from loaderprof.analysis.summary import steady_walls, summarize_arm
 from loaderprof.analysis.verdict import settled
-from loaderprof.model.results import MetricValue, Ratio
+from loaderprof.model.metrics import MetricValue, Ratio
 
 TRUE_RATIO = 0.8
 

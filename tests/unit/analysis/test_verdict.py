@@ -19,7 +19,9 @@ from loaderprof.checks.state import Stale, stale_finding
 from loaderprof.comparing import ranks
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.results import Comparison, Finding, Ratio, Report, TrialResult
+from loaderprof.model.metrics import Ratio
+from loaderprof.model.results import Comparison, Finding, Report
+from loaderprof.model.trials import TrialResult
 from loaderprof.model.units import MiB
 
 DATASET = "loaderprof.examples:CheapDataset"

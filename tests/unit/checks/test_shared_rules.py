@@ -12,7 +12,8 @@ import loaderprof
 from fakes import FakeRunner
 from loaderprof.checks import registry
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.results import BatchSpan, ProcessTimeline, Report, WorkerState
+from loaderprof.model.results import Report
+from loaderprof.model.trials import BatchSpan, ProcessTimeline, WorkerState
 from loaderprof.model.watch import WatchedLoader
 from loaderprof.watching import findings
 from loaderprof.watching.assemble import by_kind, loaders

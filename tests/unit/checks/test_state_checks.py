@@ -13,7 +13,8 @@ from loaderprof.analysis.gates import evaluate, parse_gate
 from loaderprof.checks.state import stale_in
 from loaderprof.errors import UsageError
 from loaderprof.inside.fingerprint import describe, fingerprint
-from loaderprof.model.results import DatasetState, Finding
+from loaderprof.model.results import Finding
+from loaderprof.model.trials import DatasetState
 
 
 class _Holder:

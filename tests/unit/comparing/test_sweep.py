@@ -16,7 +16,9 @@ from loaderprof.analysis.capacity import project
 from loaderprof.comparing.session import build_report
 from loaderprof.comparing.sweep import NEAR_FASTEST, SweepGrid, expand, pareto, recommend
 from loaderprof.errors import UsageError
-from loaderprof.model.results import Stat, SweepPointResult, SweepReport, from_dict
+from loaderprof.model.codec import from_dict
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import SweepPointResult, SweepReport
 
 GiB = 1024**3
 

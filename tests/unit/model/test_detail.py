@@ -6,8 +6,9 @@ import dataclasses
 import json
 
 from builders import make_trial
+from loaderprof.model.codec import to_dict
 from loaderprof.model.detail import MAX_BATCH_SPANS, MAX_TIMELINE_SAMPLES, bounded
-from loaderprof.model.results import BatchSpan, ProcessTimeline, to_dict
+from loaderprof.model.trials import BatchSpan, ProcessTimeline
 from loaderprof.model.units import MiB
 
 

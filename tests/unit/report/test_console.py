@@ -6,7 +6,8 @@ from rich.console import Console
 
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
-from loaderprof.model.results import EpochResult, Report, Setup, TrialMemory, TrialResult
+from loaderprof.model.results import Report
+from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 from loaderprof.model.units import MiB, fmt_seconds
 from loaderprof.report.console import epochs_table
 

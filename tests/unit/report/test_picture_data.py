@@ -13,7 +13,8 @@ import pytest
 
 import loaderprof
 from fakes import FakeRunner, MiB
-from loaderprof.model.results import Report, TrialResult
+from loaderprof.model.results import Report
+from loaderprof.model.trials import TrialResult
 from loaderprof.report import plot
 
 pytest.importorskip("matplotlib")

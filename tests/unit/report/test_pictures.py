@@ -15,7 +15,8 @@ from torch.utils.data._utils.collate import default_collate
 from conftest import Run, run_cli
 from loaderprof.errors import UsageError
 from loaderprof.inside.probe import CollateProbe, IndexProbe, index_probe
-from loaderprof.model.results import Report, from_dict
+from loaderprof.model.codec import from_dict
+from loaderprof.model.results import Report
 from loaderprof.report import plot as plot_mod
 from loaderprof.report.console import lifeline_rows
 from loaderprof.report.trace import to_trace
