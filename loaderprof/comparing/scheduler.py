@@ -20,13 +20,8 @@ from typing import Any
 
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
-from loaderprof.measure.runner import (
-    Measuring,
-    TemplateRunner,
-    TrialInterrupted,
-    TrialPlan,
-    TrialRunner,
-)
+from loaderprof.errors import Measuring
+from loaderprof.measure.runner import TemplateRunner, TrialInterrupted, TrialPlan, TrialRunner
 from loaderprof.model.results import TrialResult
 
 ARM_PERSISTENT = TrialPlan("persistent", True, 0)
