@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,7 +13,7 @@ import typer
 from loaderprof.commands import params
 from loaderprof.commands.common import stderr_console, stdout_console
 from loaderprof.config.options import WatchStopOptions
-from loaderprof.errors import UsageError
+from loaderprof.errors import INTERRUPTS, UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -93,6 +94,7 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.report.watch_export import to_json, to_markdown
     from loaderprof.watching.session import watch
 
+    INTERRUPTS.install()
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])
     json_path, md, trace = values["json_path"], values["markdown"], values["trace"]
@@ -124,6 +126,10 @@ def run(values: dict[str, Any]) -> int:
         write_atomic(trace, to_watch_trace_json(report))
     found = {f.id for f in report.findings}
     hit = [g for g in gates if g in found]
+    late = INTERRUPTS.exit_code()
+    if late is not None:  # after the command ended: its report was written first
+        err.print(f"loaderprof: interrupted by {signal.Signals(late - 128).name}")
+        return late
     if report.exit_code == 0 and hit:
         err.print(f"loaderprof: watch found: {', '.join(hit)}")
         return 1
