@@ -120,3 +120,26 @@ class Interrupts:
 
 
 INTERRUPTS = Interrupts()
+
+
+class Measuring:
+    """NOTE [measuring]: the span in which trials run. An `Interrupted` that escapes
+    it (between two trials, while the template starts) ends it, kept in
+    `interrupted` with the trials measured so far; a trial's own interrupt comes as
+    `TrialInterrupted`, with its partial result. Once it is left, a signal no longer
+    cuts the run short: what was measured is analysed and written first
+    (`Interrupts.finishing`)."""
+
+    def __init__(self, interrupts: Interrupts | None = None) -> None:
+        self._interrupts = interrupts or INTERRUPTS
+        self.interrupted: Interrupted | None = None
+
+    def __enter__(self) -> Measuring:
+        return self
+
+    def __exit__(self, tp: object, exc: BaseException | None, tb: object) -> bool:
+        self._interrupts.finishing()
+        if isinstance(exc, Interrupted):
+            self.interrupted = exc
+            return True
+        return False

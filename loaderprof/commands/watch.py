@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import typer
@@ -15,7 +16,7 @@ from loaderprof.config.options import (
     WatchStopOptions,
     fill,
 )
-from loaderprof.errors import UsageError
+from loaderprof.errors import INTERRUPTS, UsageError
 
 # Each flag is the options model's own (`config/options.py`): one definition whatever
 # number of commands take it.
@@ -55,6 +56,7 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.report.watch_console import render
     from loaderprof.watching.session import check_intervals
 
+    INTERRUPTS.install()
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
@@ -75,6 +77,10 @@ def run(values: dict[str, Any]) -> int:
     saved = outputs.write(report)
     found = {f.id for f in report.findings}
     hit = [g for g in gates if g in found]
+    late = INTERRUPTS.exit_code()
+    if late is not None:  # after the command ended: its report was written first
+        err.print(f"loaderprof: interrupted by {signal.Signals(late - 128).name}")
+        return late
     if report.exit_code == 0 and hit:
         err.print(f"loaderprof: watch found: {', '.join(hit)}")
         return 1

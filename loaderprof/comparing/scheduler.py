@@ -20,8 +20,8 @@ from typing import Any
 
 from loaderprof.analysis.stats import look_points
 from loaderprof.config.run import RunConfig
+from loaderprof.errors import Measuring
 from loaderprof.measure.runner import (
-    Measuring,
     TemplateRunner,
     TrialInterrupted,
     TrialRunner,

@@ -174,6 +174,27 @@ def _start(
         )
 
 
+def _start_held(
+    files: Mapping[str, Path],
+    env: Mapping[str, str],
+    cwd: str,
+    template: Template | None,
+    watch: _Watch,
+) -> ChildProcess:
+    """Start the trial with signals held until the runner knows its pid: one that came
+    meanwhile is kept in `watch.interrupted`, and the trial is torn down as any other
+    interrupted one."""
+    proc: ChildProcess | None = None
+    try:
+        with INTERRUPTS.held():
+            proc = _start(files, env, cwd, template)
+    except Interrupted as exc:
+        if proc is None:
+            raise  # nothing started
+        watch.interrupted = exc
+    return proc
+
+
 def run_trial(
     cfg: RunConfig,
     slot: TrialSlot,
@@ -202,11 +223,10 @@ def run_trial(
     reader = EventReader(str(events_path))
     sampler: TreeSampler | None = None
     watch = _Watch([], time.monotonic_ns())
-    # A signal while the trial starts waits until the runner knows its pid to kill.
-    with INTERRUPTS.held():
-        proc = _start(files, env, cwd, template)
+    proc = _start_held(files, env, cwd, template, watch)
     try:
-        if cfg.sample_interval_ms > 0:
+        # A signal that came as it started goes straight to the teardown.
+        if cfg.sample_interval_ms > 0 and watch.interrupted is None:
             sampler = TreeSampler(
                 proc.pid,
                 cfg.sample_interval_ms / 1000,
@@ -215,8 +235,9 @@ def run_trial(
                 template_pid=template.pid if template is not None else None,
             )
             sampler.start()
-        pauses = _Pauses(files["paused"]) if sampler is not None and slot.deep else None
-        _follow(proc, reader, sampler, cfg, slot, watch, on_event, pauses)
+        if watch.interrupted is None:
+            pauses = _Pauses(files["paused"]) if sampler is not None and slot.deep else None
+            _follow(proc, reader, sampler, cfg, slot, watch, on_event, pauses)
     except BaseException as exc:  # KeyboardInterrupt / our signal exception
         watch.interrupted = exc
     finally:
@@ -434,28 +455,6 @@ def _p95(values: Sequence[float]) -> float | None:
     if len(values) < 2:
         return values[0] if values else None
     return statistics.quantiles(values, n=20, method="inclusive")[-1]
-
-
-class Measuring:
-    """NOTE [measuring]: the span in which trials run. An `Interrupted` that escapes
-    it (between two trials, while the template starts) ends it, kept in
-    `interrupted` with the trials measured so far; a trial's own interrupt comes as
-    `TrialInterrupted`, with its partial result. Once it is left, a signal no longer
-    cuts the run short: what was measured is analysed and written first
-    (`Interrupts.finishing`)."""
-
-    def __init__(self) -> None:
-        self.interrupted: Interrupted | None = None
-
-    def __enter__(self) -> Measuring:
-        return self
-
-    def __exit__(self, tp: object, exc: BaseException | None, tb: object) -> bool:
-        INTERRUPTS.finishing()
-        if isinstance(exc, Interrupted):
-            self.interrupted = exc
-            return True
-        return False
 
 
 class TrialInterrupted(Exception):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof.config.options import WatchStopOptions
-from loaderprof.errors import UsageError
+from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.inside import events, procfs
 from loaderprof.inside.hook import ENV_EVENTS
 from loaderprof.measure.sampler import Sample, TreeSampler
@@ -164,6 +164,8 @@ class _Forwarder:
     def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
+        # The command has ended: a signal from now on lets its report be written first.
+        INTERRUPTS.finishing()
 
     def attach(self, tree: _Tree) -> None:
         self.tree = tree

@@ -201,3 +201,66 @@ def test_no_library_warning_reaches_the_terminal_unless_asked(
     )
     assert proc.returncode == 0, proc.stderr
     assert ("a library's warning" in proc.stderr) is shown, proc.stderr
+
+
+@pytest.fixture
+def interrupts() -> Any:
+    import signal
+
+    from loaderprof.errors import Interrupts
+
+    old = {sig: signal.getsignal(sig) for sig in Interrupts.HANDLED}
+    yield Interrupts().install()
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
+
+
+def _send(sig: int) -> None:
+    import signal
+    import time
+
+    os.kill(os.getpid(), sig)
+    time.sleep(0.01)  # the handler runs at the next bytecode; make sure there is one
+    signal.getsignal(sig)
+
+
+def test_a_signal_waits_for_the_end_of_a_teardown(interrupts: Any) -> None:
+    import signal
+
+    from loaderprof.errors import Interrupted
+
+    done = []
+    with pytest.raises(Interrupted) as caught, interrupts.held():
+        _send(signal.SIGHUP)
+        done.append("teardown")
+    assert done == ["teardown"] and caught.value.exit_code == 129
+
+
+def test_a_signal_in_a_trial_ends_it_and_one_while_it_unwinds_changes_nothing(
+    interrupts: Any,
+) -> None:
+    import signal
+
+    from loaderprof.errors import Interrupted, Measuring
+
+    with Measuring(interrupts) as measuring:
+        try:
+            _send(signal.SIGTERM)
+        finally:
+            _send(signal.SIGINT)  # the cleanup is not cut short
+    assert isinstance(measuring.interrupted, Interrupted)
+    assert interrupts.exit_code() == 143
+    # Measuring is over (analysis, writing): another signal ends the run at once.
+    with pytest.raises(Interrupted):
+        _send(signal.SIGINT)
+
+
+def test_once_measured_a_first_signal_lets_the_writing_finish(interrupts: Any) -> None:
+    import signal
+
+    from loaderprof.errors import Measuring
+
+    with Measuring(interrupts) as measuring:
+        pass
+    _send(signal.SIGHUP)  # no exception: what was measured is still written
+    assert measuring.interrupted is None and interrupts.exit_code() == 129
