@@ -19,7 +19,7 @@ from loaderprof.model.results import (
     SCHEMA_VERSION,
     ArmResult,
     Comparison,
-    PlanInfo,
+    PlanOutcome,
     Projection,
     Report,
     Verdict,
@@ -115,7 +115,7 @@ def build_report(
         verdict=verdict,
         projection=projection,
         findings_checked=findings_checked(report),
-        plan=_plan_info(cfg, sum(t.role != "memory" for t in p.trials), settled),
+        plan=_plan_outcome(cfg, sum(t.role != "memory" for t in p.trials), settled),
     )
 
 
@@ -167,11 +167,11 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
     return arms
 
 
-def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInfo:
+def _plan_outcome(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanOutcome:
     settled = verdict is not None and verdict.decided
     if not cfg.adaptive:
         why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
-        return PlanInfo(
+        return PlanOutcome(
             "fixed",
             per_arm,
             cfg.fixed_trials,
@@ -191,7 +191,7 @@ def _plan_info(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanInf
         stopped = f"not settled at the cap, --max-trials {cfg.max_trials}"
     else:
         stopped = f"stopped after {per_arm} trials per arm, before the plan could settle"
-    return PlanInfo(
+    return PlanOutcome(
         "adaptive",
         per_arm,
         cfg.max_trials,

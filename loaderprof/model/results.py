@@ -239,7 +239,7 @@ class BaselineInfo:
 
 
 @dataclass(frozen=True)
-class PlanInfo:
+class PlanOutcome:
     """How many trials ran and why the plan stopped (NOTE [sequential looks])."""
 
     # "adaptive" (--trials auto) or "fixed" (--trials N, or any torchrun job).
@@ -282,7 +282,7 @@ class Report:
     # The finding ids whose check had the data to run (`checks.catalogue.ran` names
     # those checks).
     findings_checked: tuple[str, ...] = ()
-    plan: PlanInfo | None = None
+    plan: PlanOutcome | None = None
 
     @property
     def recommendation(self) -> Recommendation | None:

@@ -72,9 +72,14 @@ def _compare(tmp_path: Path, name: str, *extra: str) -> dict[str, Any]:
 def test_template_trials_measure_the_memory_fresh_interpreters_do(tmp_path: Path) -> None:
     forked = _compare(tmp_path, "forked")
     fresh = _compare(tmp_path, "fresh", "--fresh-interpreter")
+    # Within 5 %: the two runs follow one another, and a library page that another
+    # interpreter on the machine maps in the meantime (a busy CI runner's other jobs
+    # importing torch) leaves the worker's USS and splits its PSS (2.2 % measured beside
+    # three other torch test suites). Trials that shared the template's imported pages
+    # differently from a fresh interpreter would be off by tens of MiB.
     for attr in ("peak_total_pss_bytes", "peak_worker_uss_bytes"):
         a, b = _persistent(forked, attr), _persistent(fresh, attr)
-        assert a == pytest.approx(b, rel=0.02), (attr, a / MiB, b / MiB)
+        assert a == pytest.approx(b, rel=0.05), (attr, a / MiB, b / MiB)
     # The main alone before the loader leans high (1.0-1.4 % here; the bounds leave
     # room for noise both ways, more above): a file
     # page the trial shares with the template and with m processes outside the run
