@@ -20,46 +20,54 @@ from typing import Any, Final
 class Ev:
     """Every event kind, written once. Emitters pass these, parsers compare with them;
     a unit test holds both sides to this list (the JSON lines carry the plain strings).
-    Each kind's fields are set where it is emitted, named after the kind."""
+    Every event has `ev` (its kind), `t` (monotonic ns) and `pid`; the comments name
+    the fields each kind adds (? where only some events of the kind have it)."""
 
     # The trial child (inside/trial.py), in the order a trial emits them.
     CHILD_START: Final = "child_start"
-    IMPORTED: Final = "imported"  # ends the imports phase: torch, start method, accelerator
-    DATASET_BUILT: Final = "dataset_built"
-    SETUP_READ: Final = "setup_read"  # asks for the set-up memory reading (NOTE [sampled pauses])
-    LOADER_BUILDING: Final = "loader_building"  # opens the memory window (NOTE [memory window])
-    LOADER_BUILT: Final = "loader_built"
-    MAIN_STATE: Final = "main_state"  # the main process's Dataset fingerprint (also watch)
-    EPOCH_START: Final = "epoch_start"
-    FIRST_BATCH: Final = "first_batch"
-    VAL_START: Final = "val_start"  # NOTE [validation pass]
-    VAL_FIRST_BATCH: Final = "val_first_batch"
-    VAL_END: Final = "val_end"
-    EPOCH_END: Final = "epoch_end"
-    IDLE_START: Final = "idle_start"
-    IDLE_END: Final = "idle_end"
-    COLLECTING: Final = "collecting"  # loaderprof's own gc.collect() (NOTE [memory window])
+    IMPORTED: Final = "imported"  # torch, start_method, accelerator: the imports are done
+    DATASET_BUILT: Final = "dataset_built"  # kind, length, type, shards?, shards_attribute?
+    SETUP_READ: Final = "setup_read"  # asks for a set-up reading (see NOTE [sampled pauses])
+    LOADER_BUILDING: Final = "loader_building"  # see NOTE [memory window]
+    LOADER_BUILT: Final = "loader_built"  # full_batches
+    # epoch (compare) or loader (watch); values, skipped, took_s: the Dataset's fingerprint
+    MAIN_STATE: Final = "main_state"
+    EPOCH_START: Final = "epoch_start"  # epoch
+    FIRST_BATCH: Final = "first_batch"  # epoch
+    VAL_START: Final = "val_start"  # epoch (see NOTE [validation pass])
+    VAL_FIRST_BATCH: Final = "val_first_batch"  # epoch
+    VAL_END: Final = "val_end"  # epoch, batches
+    EPOCH_END: Final = "epoch_end"  # epoch, batches, last_batch, order
+    IDLE_START: Final = "idle_start"  # epoch
+    IDLE_END: Final = "idle_end"  # epoch
+    COLLECTING: Final = "collecting"  # loaderprof's own gc.collect() (see NOTE [memory window])
     COLLECTED: Final = "collected"
     LOADER_CLOSING: Final = "loader_closing"
-    LOADER_CLOSED: Final = "loader_closed"
-    DATASET_ATTRIBUTES: Final = "dataset_attributes"
-    WORKER_PICKLED: Final = "worker_pickled"  # NOTE [start-up breakdown]
+    LOADER_CLOSED: Final = "loader_closed"  # workers_alive
+    DATASET_ATTRIBUTES: Final = "dataset_attributes"  # sizes
+    WORKER_PICKLED: Final = "worker_pickled"  # worker_id, bytes, seconds
     TRIAL_END: Final = "trial_end"
-    WARNING: Final = "warning"
+    WARNING: Final = "warning"  # message
+    # category, kind, message, detail, epoch?, worker_id?, pids?, signal?, exitcodes?
     ERROR: Final = "error"
     # Each DataLoader worker (inside/probe.py).
+    # worker_id, held, proc_start, unpickle_start, unpickle_end, loader ("train", "val",
+    # or watch's loader id)
     WORKER_INIT: Final = "worker_init"
-    WORKER_READY: Final = "worker_ready"
-    WORKER_STATE: Final = "worker_state"  # a worker's Dataset fingerprint (also watch)
-    BATCH: Final = "batch"
-    WORKER_THREADS: Final = "worker_threads"  # NOTE [worker threads]
-    GETITEM_ERROR: Final = "getitem_error"
-    WORKER_EXIT: Final = "worker_exit"
-    # The user's own process under `watch` (inside/hook.py, NOTE [watch hook]).
+    WORKER_READY: Final = "worker_ready"  # worker_id
+    # worker_id, epoch (compare) or loader (watch); values, skipped, took_s
+    WORKER_STATE: Final = "worker_state"
+    BATCH: Final = "batch"  # worker_id, start, n, bytes, fetch?, d?
+    # worker_id, threads, compute, torch_threads, origins, main_demand?, thread_demand?
+    WORKER_THREADS: Final = "worker_threads"
+    GETITEM_ERROR: Final = "getitem_error"  # worker_id, index, error
+    WORKER_EXIT: Final = "worker_exit"  # worker_id
+    # The user's own process under `watch` (inside/hook.py, see NOTE [watch hook]).
+    # loader, site, rank, and the settings inside.hook._describe reads
     LOADER_CREATED: Final = "loader_created"
-    ITER_START: Final = "iter_start"
-    ITER_FIRST_BATCH: Final = "iter_first_batch"
-    ITER_END: Final = "iter_end"
+    ITER_START: Final = "iter_start"  # loader
+    ITER_FIRST_BATCH: Final = "iter_first_batch"  # loader
+    ITER_END: Final = "iter_end"  # loader, batches
 
 
 KINDS: Final = frozenset(v for k, v in vars(Ev).items() if k.isupper())
