@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from loaderprof.inside import events
@@ -211,24 +212,18 @@ def sample_digest(obj: Any) -> str:
     return h.hexdigest()
 
 
+@dataclass(frozen=True)
 class CollateProbe:
-    """Stamps every batch a worker produces; returns the user's result untouched."""
+    """Stamps every batch a worker produces; returns the user's result untouched.
+    Pickled into every worker (spawn/forkserver) with the loader."""
 
-    def __init__(
-        self,
-        events_path: str,
-        inner: Callable[[Any], Any],
-        auto_collation: bool,
-        digests: bool = False,
-        epoch_counter: Any = None,
-    ) -> None:
-        self.events_path = events_path
-        self.inner = inner
-        self.auto_collation = auto_collation
-        # Content digests of every sample (`loaderprof check`): costs time.
-        self.digests = digests
-        # Set for IterableDatasets only, whose fetches no index probe sees.
-        self.epoch_counter = epoch_counter
+    events_path: str
+    inner: Callable[[Any], Any]
+    auto_collation: bool
+    # Content digests of every sample (`loaderprof check`): costs time.
+    digests: bool = False
+    # Set for IterableDatasets only, whose fetches no index probe sees.
+    epoch_counter: Any = None
 
     def __call__(self, data: Any) -> Any:
         import time

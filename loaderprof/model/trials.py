@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loaderprof.model.units import elapsed
+
 
 @dataclass(frozen=True)
 class EpochResult:
@@ -123,9 +125,7 @@ class WorkerResult:
 
     @property
     def unpickle_s(self) -> float | None:
-        if self.unpickle_start_s is None or self.unpickled_s is None:
-            return None
-        return self.unpickled_s - self.unpickle_start_s
+        return elapsed(self.unpickle_start_s, self.unpickled_s)
 
     @property
     def startup_s(self) -> float | None:

@@ -61,3 +61,8 @@ def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
 def fmt_ratio(v: float) -> str:
     """A ratio with two significant digits where two decimals would show 0.00."""
     return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.2g}"
+
+
+def elapsed(start: float | None, end: float | None) -> float | None:
+    """Seconds from `start` to `end`, where both were stamped; None where either was not."""
+    return None if start is None or end is None else end - start

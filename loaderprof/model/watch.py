@@ -14,6 +14,7 @@ from typing import Any
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Finding
 from loaderprof.model.trials import DatasetState
+from loaderprof.model.units import elapsed
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,7 @@ class WatchedWorker:
 
     @property
     def startup_s(self) -> float | None:
-        if self.started_s is None or self.ready_s is None:
-            return None
-        return self.ready_s - self.started_s
+        return elapsed(self.started_s, self.ready_s)
 
 
 @dataclass(frozen=True)

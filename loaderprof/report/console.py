@@ -28,6 +28,7 @@ from loaderprof.report.rows import (
     plan_text,
     summary_rows,
 )
+from loaderprof.report.tables import titled
 
 # The rows only a timed trial measures: "not measured" in an arm without one.
 _TIMED = ("time", "rate")
@@ -44,7 +45,7 @@ def _title(report: Report) -> str:
 
 def summary_table(report: Report) -> Table:
     """One column per arm, one row per figure, and the comparison beside them."""
-    t = Table(title=_title(report), title_justify="left", header_style="bold")
+    t = titled(_title(report))
     t.add_column("")
     t.add_column(ARM_LABEL["persistent"], justify="right")
     t.add_column(ARM_LABEL["non_persistent"], justify="right")
@@ -66,11 +67,7 @@ def summary_table(report: Report) -> Table:
 
 
 def epochs_table(report: Report) -> Table:
-    t = Table(
-        title="Epoch wall times (first trial per arm; * = worker started that epoch)",
-        title_justify="left",
-        header_style="bold",
-    )
+    t = titled("Epoch wall times (first trial per arm; * = worker started that epoch)")
     t.add_column("epoch", justify="right")
     for label in ARM_SHORT.values():
         t.add_column(label, justify="right")
@@ -113,9 +110,7 @@ def epochs_table(report: Report) -> Table:
 
 
 def workers_table(report: Report) -> Table:
-    t = Table(
-        title="Worker processes (times from trial start)", title_justify="left", header_style="bold"
-    )
+    t = titled("Worker processes (times from trial start)")
     for col in (
         "arm",
         "pid",
@@ -340,11 +335,7 @@ _GATE_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "s
 
 
 def gates_table(report: Report) -> Table:
-    t = Table(
-        title=f"Gates: {(report.gate_status or '').upper()}",
-        title_justify="left",
-        header_style="bold",
-    )
+    t = titled(f"Gates: {(report.gate_status or '').upper()}")
     t.add_column("result")
     t.add_column("gate", overflow="fold")
     t.add_column("value [95 % CI]", justify="right")
@@ -425,11 +416,7 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
 
 
 def lifelines_table(report: Report) -> Table:
-    t = Table(
-        title="Worker lifelines (first trial; ● new process, ━ same process as before)",
-        title_justify="left",
-        header_style="bold",
-    )
+    t = titled("Worker lifelines (first trial; ● new process, ━ same process as before)")
     t.add_column("arm")
     t.add_column("worker", justify="right")
     t.add_column("epochs 1..N")
@@ -443,17 +430,8 @@ def distributed_tables(report: Report) -> list[RenderableType]:
     d = report.distributed
     if d is None:
         return []
-    t = Table(title=f"Ranks ({d.world_size})", title_justify="left", header_style="bold")
-    for col in (
-        "rank",
-        "host",
-        "steady p",
-        "steady np",
-        "first batch p",
-        "peak USS / worker p",
-        "workers",
-    ):
-        t.add_column(col, justify="left" if col == "host" else "right")
+    ranks = ("rank", "host", "steady p", "steady np", "first batch p", "peak USS / worker p")
+    t = titled(f"Ranks ({d.world_size})", (*ranks, "workers"), text=("host",))
     for r in d.ranks:
         p, n = r.arms.get("persistent"), r.arms.get("non_persistent")
         t.add_row(
@@ -465,11 +443,7 @@ def distributed_tables(report: Report) -> list[RenderableType]:
             fmt_bytes(p.peak_worker_uss_bytes) if p else "–",
             str(len(p.worker_pids) + (len(n.worker_pids) if n else 0)) if p else "–",
         )
-    slow = Table(
-        title="Slowest rank per epoch (the one the job waits for)",
-        title_justify="left",
-        header_style="bold",
-    )
+    slow = titled("Slowest rank per epoch (the one the job waits for)")
     slow.add_column("arm")
     for e in sorted({s.epoch for s in d.slowest}):
         slow.add_column(f"epoch {e}", justify="right")
@@ -478,16 +452,8 @@ def distributed_tables(report: Report) -> list[RenderableType]:
             s.epoch: f"rank {s.rank} ({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
         }
         slow.add_row(ARM_LABEL[arm], *[cells.get(e, "–") for e in sorted(cells)])
-    nodes = Table(title="Per node", title_justify="left", header_style="bold")
-    for col in (
-        "host",
-        "ranks",
-        "arm",
-        "worker processes",
-        "PSS total (all ranks)",
-        "idle worker USS held",
-    ):
-        nodes.add_column(col, justify="left" if col in ("host", "arm") else "right")
+    per_node = ("host", "ranks", "arm", "worker processes", "PSS total (all ranks)")
+    nodes = titled("Per node", (*per_node, "idle worker USS held"), text=("host", "arm"))
     for node in d.nodes:
         for arm, tot in node.arms.items():
             nodes.add_row(
@@ -503,11 +469,8 @@ def distributed_tables(report: Report) -> list[RenderableType]:
 
 def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
     """`loaderprof plan`: what was measured and what it projects to."""
-    t = Table(
-        title=f"Host memory for {ranks} rank(s) × {num_workers} workers "
-        f"({ARM_LABEL.get(arm, arm)})",
-        title_justify="left",
-        header_style="bold",
+    t = titled(
+        f"Host memory for {ranks} rank(s) × {num_workers} workers ({ARM_LABEL.get(arm, arm)})"
     )
     t.add_column("")
     t.add_column("bytes", justify="right")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loaderprof.errors import UsageError
 from loaderprof.model.codec import from_dict, to_dict
 from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
 from loaderprof.model.watch import WatchReport
+
+T = TypeVar("T")
 
 
 def to_json(report: Report | SweepReport | WatchReport, *, indent: int | None = 2) -> str:
@@ -75,18 +77,17 @@ def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str
 
 
 def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:
-    data = _load(path)
-    require_kind(path, data, "compare", needs)
-    try:
-        return from_dict(Report, data)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"{path} is not a valid loaderprof report: {exc}") from None
+    return _read(path, Report, "compare", needs, "report")
 
 
-def read_sweep(path: str | Path, *, needs: str = "this command reads sweep reports") -> Any:
+def read_sweep(path: str | Path, *, needs: str = "this command reads sweep reports") -> SweepReport:
+    return _read(path, SweepReport, "sweep", needs, "sweep report")
+
+
+def _read(path: str | Path, cls: type[T], kind: str, needs: str, what: str) -> T:
     data = _load(path)
-    require_kind(path, data, "sweep", needs)
+    require_kind(path, data, kind, needs)
     try:
-        return from_dict(SweepReport, data)
+        return from_dict(cls, data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"{path} is not a valid loaderprof sweep report: {exc}") from None
+        raise UsageError(f"{path} is not a valid loaderprof {what}: {exc}") from None

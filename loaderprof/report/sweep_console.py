@@ -15,6 +15,7 @@ from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.report.console import cell, num, unit_of
 from loaderprof.report.partial import point_note, sweep_basis, sweep_plan_words
 from loaderprof.report.rows import fmt_stat
+from loaderprof.report.tables import titled
 
 # Headers a word or two per line, so the figures set the columns' widths.
 _SWEEP_COLUMNS = (
@@ -79,21 +80,8 @@ def _sweep_tail(report: Any) -> list[RenderableType]:
 
 
 def _sweep_full(report: Any) -> RenderableType:
-    t = Table(
-        title=_title(report),
-        title_justify="left",
-        header_style="bold",
-    )
-    for col in (
-        "",
-        "configuration",
-        "steady epoch",
-        "cold epoch",
-        "first batch",
-        "peak PSS total",
-        "peak USS / worker",
-    ):
-        t.add_column(col, justify="left" if col in ("", "configuration") else "right")
+    figures = ("steady epoch", "cold epoch", "first batch", "peak PSS total", "peak USS / worker")
+    t = titled(_title(report), ("", "configuration", *figures), text=("", "configuration"))
     for p in report.points:
         s = p.summary
         t.add_row(

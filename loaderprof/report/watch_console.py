@@ -10,6 +10,7 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.units import fmt_bytes, fmt_seconds
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel
+from loaderprof.report.tables import titled
 
 _REUSED = {True: "yes", False: "no", None: "–"}
 _TORCH = "torch.utils.data.dataloader.DataLoader"
@@ -46,7 +47,7 @@ def _built_at(ld: WatchedLoader, report: WatchReport) -> str:
 
 
 def loaders_table(report: WatchReport) -> Table:
-    t = Table(title="DataLoaders", title_justify="left", header_style="bold")
+    t = titled("DataLoaders")
     for col, just in (
         ("loader", "left"),
         ("workers", "left"),
@@ -81,7 +82,7 @@ def pools_table(report: WatchReport) -> Table:
     """Which worker pools were alive when: one bar per pool over the command's run."""
     most = report.peak_worker_processes
     title = f"Worker pools over the run (most worker processes at once: {most})"
-    t = Table(title=title, title_justify="left", header_style="bold")
+    t = titled(title)
     t.add_column("loader")
     t.add_column("built at", overflow="fold")
     t.add_column("workers", justify="right")
