@@ -168,6 +168,7 @@ def test_a_loader_rebuilt_every_epoch_and_the_exit_status(tmp_path: Path) -> Non
     assert run.returncode == 7, run.stderr
     assert report["exit_code"] == 7
     assert len(report["loaders"]) == 3
+    assert len(report["findings"]) == 1, [(f["id"], f["title"]) for f in report["findings"]]
     (finding,) = report["findings"]
     assert finding["id"] == "loader-recreated"
     assert finding["evidence"]["persistent_workers"] is True

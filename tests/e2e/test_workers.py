@@ -126,7 +126,9 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
 def test_a_polling_thread_is_not_oversubscription(tmp_path: Path) -> None:
     """mosaicml-streaming's pattern: each worker runs a second thread that uses some CPU
     (so it counts as computing) but wants a sliver of a core."""
-    run, report = _check(tmp_path, "PollingThread", "--num-workers", "2")
+    # 256 items: epochs long enough that the thread uses its 2 ticks of CPU (what
+    # counts it as computing) also when a busy machine runs it less often.
+    run, report = _check(tmp_path, "PollingThread", "--num-workers", "2", "--arg", "n=256")
     assert run.returncode == 0, run.stderr
     assert report["findings"] == []
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
