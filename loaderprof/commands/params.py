@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -65,12 +67,40 @@ def register(
     params: list[inspect.Parameter],
     impl: Callable[[dict[str, Any]], int],
 ) -> None:
-    """Add a command whose parameters are `params`; `impl` gets them as one dict."""
+    """Add a command whose parameters are `params`; `impl` gets them as one dict.
+
+    A command with --config that is run without it takes the project's
+    [tool.loaderprof] (`project_config`) in its place: one file or the other, never
+    the two merged."""
+    takes_config = any(p.name == "config" for p in params)
 
     def command(**values: Any) -> int:
+        if takes_config and values.get("config") is None:
+            values["config"] = project_config()
         return impl(values)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = doc
     command.__name__ = name
     app.command(name)(command)
+
+
+def project_config() -> Path | None:
+    """The nearest pyproject.toml with a [tool.loaderprof] table, from the current
+    folder up (`loaderprof.config.run.find_project_config`). Settings nobody typed
+    change the run, so one dim line on stderr names the file."""
+    from loaderprof.config.run import find_project_config
+
+    found = find_project_config(Path.cwd())
+    if found is not None:
+        from loaderprof.commands.common import stderr_console
+
+        shown = os.path.relpath(found)
+        stderr_console().print(
+            f"loaderprof: settings from {shown} [tool.loaderprof] (--config replaces them)",
+            style="dim",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return found
