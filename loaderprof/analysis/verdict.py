@@ -340,20 +340,22 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
     intervals])."""
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
+    counted = plural(a.n, "trial" if a.unit == "trial" else "steady epoch")
     level = f"{a.confidence * 100:.3g} %"
     if not r.has_interval:
         why = (
             f"no interval: one reading per arm, or {units} that did not differ at all, "
             "show no spread to judge it by"
         )
-        headline = f"Not decided: {a.n} {units} per arm show no spread to decide on."
+        show = "shows" if a.n == 1 else "show"
+        headline = f"Not decided: {counted} per arm {show} no spread to decide on."
     else:
         # The endpoints stay in the JSON: printed, they would read as a finding.
         why = (
             f"its {level} interval reaches more than {UNINFORMATIVE_FACTOR:g}× either way "
             f"of it: the {units} spread too much for {a.n} per arm to say anything"
         )
-        headline = f"Not decided: {a.n} {units} per arm with this spread cannot decide."
+        headline = f"Not decided: {counted} per arm with this spread cannot decide."
     return Verdict(
         "neutral",
         headline,
