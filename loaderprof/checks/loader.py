@@ -266,7 +266,8 @@ def check_threads(report: Report) -> list[Finding]:
             title=f"{plural(n, 'worker')} each want {per_worker:.1f} cores (their threads' CPU "
             "time and "
             f"run-queue wait; {extra:.1f} of it beyond the main thread): "
-            f"{n * per_worker:.1f} cores wanted on {cpus} usable CPUs, so they take turns",
+            f"{n * per_worker:.1f} cores wanted on {plural(cpus, 'usable CPU')}, so they take "
+            "turns",
             evidence={
                 "num_workers": n,
                 "arm": name,

@@ -69,7 +69,8 @@ def build_report(
     load = env.get("load_average")
     if load and env.get("cpu_count") and load[0] >= env["cpu_count"]:
         warnings.append(
-            f"the machine was busy (load average {load[0]:.1f} on {env['cpu_count']} cores): "
+            f"the machine was busy (load average {load[0]:.1f} on "
+            f"{plural(env['cpu_count'], 'core')}): "
             "timings may be noisy"
         )
     extras = {}

@@ -18,6 +18,7 @@ from typing import Any
 
 from loaderprof.config.refs import ObjectRef
 from loaderprof.errors import UsageError
+from loaderprof.model.units import noun
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -419,7 +420,7 @@ def build_config(
     loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
     unknown = set(merged) - _RUN_KEYS
     if unknown:
-        raise UsageError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        raise UsageError(f"unknown {noun(len(unknown), 'option')}: {', '.join(sorted(unknown))}")
     cfg = RunConfig(
         dataset=dataset, dataset_args=args, loader=LoaderOptions(**loader_kwargs), **merged
     )

@@ -17,7 +17,8 @@ def to_markdown(report: Report) -> str:
         f"### loaderprof: `{cfg['dataset']}`",
         "",
         f"{loader_text(report)} · {plan_text(report)} · "
-        f"torch {report.environment.get('torch')} · {report.environment.get('cpu_count')} CPUs",
+        f"torch {report.environment.get('torch')} · "
+        f"{plural(report.environment.get('cpu_count'), 'CPU')}",
         "",
     ]
     if report.verdict is not None:
