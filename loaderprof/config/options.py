@@ -136,27 +136,27 @@ class RunOptions:
     collate_fn: str | None = opt(
         "--collate-fn",
         help="Your collate function as module:attr.",
-        metavar="MODULE:FN",
+        metavar="M:FN",
         panel=LOADER,
     )
     worker_init_fn: str | None = opt(
         "--worker-init-fn",
         help="Your worker_init_fn as module:attr.",
-        metavar="MODULE:FN",
+        metavar="M:FN",
         panel=LOADER,
     )
     loader_class: str | None = opt(
         "--loader",
         help="Your DataLoader class as module:attr (a subclass, torchdata's "
         "StatefulDataLoader), built with the same keyword arguments (default: torch's).",
-        metavar="MODULE:CLASS",
+        metavar="M:CLS",
         panel=LOADER,
     )
     loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--loader-arg",
         help="Keyword argument for the --loader class key=value (a Python literal, else a "
         "string); repeatable.",
-        metavar="KEY=VALUE",
+        metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
     )
@@ -164,13 +164,13 @@ class RunOptions:
         "--val",
         help="A validation Dataset as module:attr: each epoch is a train pass then a "
         "validation pass on a second loader, persistent in the persistent arm too.",
-        metavar="MODULE:ATTR",
+        metavar="M:A",
         panel=LOADER,
     )
     val_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--val-arg",
         help="Validation Dataset keyword argument key=value; repeatable.",
-        metavar="KEY=VALUE",
+        metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
     )
@@ -202,7 +202,7 @@ class RunOptions:
         "--epoch-hook",
         help="Your per-epoch change as module:FN, called FN(loader, epoch) in the main process "
         "before each epoch (switching an augmentation, a curriculum step).",
-        metavar="MODULE:FN",
+        metavar="M:FN",
         panel=LOADER,
     )
     sample_interval: float | None = opt(
@@ -316,7 +316,7 @@ class RunOptions:
     min_gain: float | None = opt(
         "--min-gain",
         help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05).",
-        metavar="FRACTION",
+        metavar="F",
         panel=STATISTICS,
     )
     memory_budget: str | int | None = opt(
