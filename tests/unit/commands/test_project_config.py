@@ -162,3 +162,19 @@ def test_sweep_reads_the_table_too(
     assert _run(["sweep", DATASET, "-q"], debug=False) == 2
     err = capsys.readouterr().err
     assert "settings from pyproject.toml" in err and "--epochs 1: need at least 2" in err
+
+
+def test_the_pytest_plugin_finds_the_table_the_cli_would(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from loaderprof.pytest_plugin import project_config
+
+    path = _pyproject(tmp_path)
+    (tmp_path / "tests").mkdir()
+    # pytest's inifile is the pyproject.toml: its folder; else the rootdir, and upward.
+    by_ini = SimpleNamespace(inipath=path, rootpath=tmp_path / "tests")
+    by_root = SimpleNamespace(
+        inipath=tmp_path / "tests" / "pytest.ini", rootpath=tmp_path / "tests"
+    )
+    assert project_config(by_ini) == path  # type: ignore[arg-type]
+    assert project_config(by_root) == path == find_project_config(tmp_path / "tests")  # type: ignore[arg-type]
