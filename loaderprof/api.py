@@ -96,8 +96,7 @@ def prepare(
     for key, value in (preset or {}).items():
         if flags.get(key) is None and file_values.get(key) is None:
             flags[key] = value
-    file_name = str(run.config) if run.config else "config file"
-    cfg = build_config(flags, file_values, file_name=file_name)
+    cfg = build_config(flags, file_values, source=run.config)
     gate_list = load_gates(gates.fail_on, gates.gates, file_values.get("gates"))
     check_needs_baseline(gate_list, gates.baseline is not None or baseline is not None)
     if baseline is None and gates.baseline is not None:
@@ -264,8 +263,7 @@ def prepare_sweep(dataset: Any, run: RunOptions, grid_opts: SweepOptions) -> tup
     file_values = load_config_file(run.config) if run.config else {}
     flags = {"dataset": spec_of(dataset), **run.flags()}
     flags["num_workers"] = max([w for w in grid.num_workers if w > 0], default=1)
-    file_name = str(run.config) if run.config else "config file"
-    return build_config(flags, file_values, file_name=file_name), grid
+    return build_config(flags, file_values, source=run.config), grid
 
 
 def sweep(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -260,26 +259,16 @@ def _error_message(message: str) -> str:
 
 
 def project_config(config: pytest.Config) -> Path | None:
-    """The project's pyproject.toml when it has a [tool.loaderprof] table.
+    """The project's pyproject.toml when it has a [tool.loaderprof] table: the one
+    `loaderprof compare` run from the project's root would use (`find_project_config`),
+    looked for from pytest's rootdir (its inifile's folder when that is a pyproject.toml).
 
-    Only whether the table is there is read here; `loaderprof.config.run` parses and
-    validates it, as for `loaderprof compare --config pyproject.toml`."""
+    `loaderprof.config.run` parses and validates it, as for the CLI."""
+    from loaderprof.config.run import find_project_config
+
     inipath = config.inipath
-    path = inipath if inipath and inipath.name == "pyproject.toml" else None
-    path = path or config.rootpath / "pyproject.toml"
-    if not path.is_file():
-        return None
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        # Not ours to judge: pytest itself reports a broken pyproject.toml.
-        return None
-    tool = data.get("tool")
-    return path if isinstance(tool, dict) and "loaderprof" in tool else None
+    start = inipath.parent if inipath and inipath.name == "pyproject.toml" else config.rootpath
+    return find_project_config(start)
 
 
 def _option_path(config: pytest.Config, name: str) -> Path | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from loaderprof.errors import UsageError
 from loaderprof.model.results import Report
+from loaderprof.model.units import plural
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def project(
     elif env.get("memory_total_bytes"):
         limit, source = int(env["memory_total_bytes"]), "memory"
     assumptions = (
-        f"one rank = the measured process tree ({measured} workers, peak PSS total, shared "
+        f"one rank = the measured process tree ({plural(measured, 'worker')}, peak PSS total, "
+        "shared "
         "pages counted once)",
         f"each worker beyond {measured} adds the measured peak worker USS (its private pages)",
         "ranks share no pages with each other (library pages are counted per rank: an upper bound)",

@@ -34,7 +34,7 @@ from loaderprof.model.results import (
     Ratio,
     Verdict,
 )
-from loaderprof.model.units import MiB, fmt_bytes, fmt_ratio, fmt_seconds
+from loaderprof.model.units import MiB, fmt_bytes, fmt_ratio, fmt_seconds, plural
 
 
 @dataclass(frozen=True)
@@ -206,8 +206,8 @@ class _Evidence:
 def _test_words(comparison: Comparison) -> str:
     n = comparison.steady_epoch_n
     if comparison.unit == "trial":
-        return f"t on the logs of {n} trial medians per arm"
-    return f"t on the logs of one trial's {n} steady epochs per arm"
+        return f"t on the logs of {plural(n, 'trial median')} per arm"
+    return f"t on the logs of one trial's {plural(n, 'steady epoch')} per arm"
 
 
 def _evidence(
@@ -331,10 +331,8 @@ def _what_decides(ev: _Evidence) -> str:
         )
     if a.more is None:
         return _advice(ev, a.n + 1)
-    unit = units if a.more != 1 else units[:-1]
-    return f"about {a.more} more {unit} per arm (n={a.n} now) would decide it: " + _advice(
-        ev, a.n + a.more
-    )
+    more = plural(a.more, "more trial" if a.unit == "trial" else "more steady epoch")
+    return f"about {more} per arm (n={a.n} now) would decide it: " + _advice(ev, a.n + a.more)
 
 
 def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
@@ -342,20 +340,22 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
     intervals])."""
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
+    counted = plural(a.n, "trial" if a.unit == "trial" else "steady epoch")
     level = f"{a.confidence * 100:.3g} %"
     if not r.has_interval:
         why = (
             f"no interval: one reading per arm, or {units} that did not differ at all, "
             "show no spread to judge it by"
         )
-        headline = f"Not decided: {a.n} {units} per arm show no spread to decide on."
+        show = "shows" if a.n == 1 else "show"
+        headline = f"Not decided: {counted} per arm {show} no spread to decide on."
     else:
         # The endpoints stay in the JSON: printed, they would read as a finding.
         why = (
             f"its {level} interval reaches more than {UNINFORMATIVE_FACTOR:g}× either way "
             f"of it: the {units} spread too much for {a.n} per arm to say anything"
         )
-        headline = f"Not decided: {a.n} {units} per arm with this spread cannot decide."
+        headline = f"Not decided: {counted} per arm with this spread cannot decide."
     return Verdict(
         "neutral",
         headline,
@@ -373,7 +373,7 @@ def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
     look = "faster" if r.value < 1.0 else "slower"
     return Verdict(
         "neutral",
-        f"Not decided: after {a.n} trials per arm the saving may or may not reach "
+        f"Not decided: after {plural(a.n, 'trial')} per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
         (
             f"steady epochs look {_pct(r.value)} {look} with persistent workers "
@@ -441,7 +441,7 @@ def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
         reasons.append(f"it pays for itself from epoch {comparison.break_even_epochs} on")
     if comparison.saved_s_total is not None:
         reasons.append(
-            f"over {comparison.train_epochs} epochs that saves about "
+            f"over {plural(comparison.train_epochs, 'epoch')} that saves about "
             f"{fmt_seconds(comparison.saved_s_total)}"
         )
     reasons.append(ev.memory)
@@ -565,9 +565,9 @@ def _weigh_node(verdict: Verdict, ranks: DistributedSummary, budget: int | None)
     p = node.arms["persistent"]
     ran = [r for r in ranks.ranks if r.rank in node.ranks and not r.failed]
     reason = (
-        f"on node {node.host}: {len(ran)} of {len(node.ranks)} ranks completed; they ran "
-        f"{p.worker_processes} worker "
-        f"processes; with persistence they hold {fmt_bytes(p.idle_workers_uss_bytes)} between "
+        f"on node {node.host}: {len(ran)} of {plural(len(node.ranks), 'rank')} completed; "
+        f"they ran {plural(p.worker_processes, 'worker process')}; with persistence they "
+        f"hold {fmt_bytes(p.idle_workers_uss_bytes)} between "
         f"epochs, and the node peaks at {fmt_bytes(p.pss_total_bytes)} PSS"
     )
     reasons = (*verdict.reasons, reason)

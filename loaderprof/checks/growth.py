@@ -9,7 +9,7 @@ from typing import Any, Literal
 from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes
+from loaderprof.model.units import fmt_bytes, listing, noun, plural
 
 # Shown in a title: a longer series keeps its first and last readings.
 SHOWN_READINGS = 6
@@ -22,10 +22,6 @@ def _series(values: Sequence[float], fmt: Callable[[float], str]) -> str:
     return " → ".join(shown)
 
 
-def _who(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def _trend(
     trends: Mapping[str, str], epochs: int
 ) -> tuple[Literal["warning", "info"], str, dict[str, Any]]:
@@ -33,7 +29,7 @@ def _trend(
     warning only for growth still rising over enough epochs to tell."""
     grows = "grows" in trends.values()
     said = (
-        f"still rising after {epochs} epochs"
+        f"still rising after {plural(epochs, 'epoch')}"
         if grows
         else f"too few epochs to tell whether it levels off ({GROWTH_EPOCHS_TO_TELL} would tell)"
     )
@@ -53,7 +49,7 @@ def leaked_handles(
 ) -> Finding:
     """Every persistent worker (by name) that holds more of `key` after every epoch:
     its series and trend (`growth_trend`)."""
-    label = HANDLE_LABELS[key]
+    label = noun(2, HANDLE_LABELS[key])
     names = list(grown)
     epochs = max(len(s) for s, _ in grown.values())
     severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
@@ -61,7 +57,7 @@ def leaked_handles(
     return Finding(
         id=f"leaked-{key}",
         severity=severity,
-        title=f"{_who(names)} hold{'s' if len(names) == 1 else ''} more {label} after "
+        title=f"{listing(names)} hold{'s' if len(names) == 1 else ''} more {label} after "
         f"every epoch ({readings}): {said}",
         evidence={
             **evidence,
@@ -95,7 +91,7 @@ def memory_growth(
     return Finding(
         id="memory-grows-every-epoch",
         severity=severity,
-        title=f"{_who(names)} hold{'s' if len(names) == 1 else ''} up to "
+        title=f"{listing(names)} hold{'s' if len(names) == 1 else ''} up to "
         f"{fmt_bytes(per_epoch[most])} more private memory after every epoch "
         f"({readings}): {said}",
         evidence={

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from loaderprof.model.results import ARM_LABEL, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
-from loaderprof.model.units import MiB, fmt_bytes
+from loaderprof.model.units import MiB, fmt_bytes, plural
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
@@ -150,8 +150,8 @@ def check_shutdown(report: Report) -> list[Finding]:
         Finding(
             id="workers-outlive-loader",
             severity="warning",
-            title=f"{most} worker process{'es' if most > 1 else ''} still alive after the "
-            f"loader shut down ({len(hit)} trial{'s' if len(hit) > 1 else ''}, {where})",
+            title=f"{plural(most, 'worker process')} still alive after the "
+            f"loader shut down ({plural(len(hit), 'trial')}, {where})",
             evidence={
                 "trials_affected": len(hit),
                 "most_workers_alive": most,
@@ -190,12 +190,13 @@ def check_idle_workers(report: Report) -> list[Finding]:
     batches = int(statistics.median(e.batches for t in trials for e in t.epochs))
     iterable = report.extras.get("dataset_kind") == "iterable"
     if shards is not None:
-        plural = "s" if shards != 1 else ""
-        why = f": the Dataset has {shards} shard{plural} ({shard_attr}) for {n} workers"
+        why = (
+            f": the Dataset has {plural(shards, 'shard')} ({shard_attr}) for {plural(n, 'worker')}"
+        )
     elif iterable:
         why = " (an IterableDataset gives a worker without a share of the stream nothing to yield)"
     else:
-        why = f": an epoch has {batches} batch{'es' if batches != 1 else ''} for {n} workers"
+        why = f": an epoch has {plural(batches, 'batch')} for {plural(n, 'worker')}"
     fix = (
         f"use num_workers ≤ {shards} (the shards), or split the data into at least as many "
         "shards as workers (more files; HF datasets: to_iterable_dataset(num_shards=N))"
@@ -209,7 +210,8 @@ def check_idle_workers(report: Report) -> list[Finding]:
         Finding(
             id="idle-workers",
             severity="warning",
-            title=f"{least} of {n} workers made no batch in any of the {seen} epochs{why}; "
+            title=f"{least} of {plural(n, 'worker')} made no batch in any of the "
+            f"{plural(seen, 'epoch')}{why}; "
             "each holds its memory for nothing",
             evidence={
                 "num_workers": n,
@@ -261,9 +263,11 @@ def check_threads(report: Report) -> list[Finding]:
         Finding(
             id="thread-oversubscription",
             severity="warning",
-            title=f"{n} workers each want {per_worker:.1f} cores (their threads' CPU time and "
+            title=f"{plural(n, 'worker')} each want {per_worker:.1f} cores (their threads' CPU "
+            "time and "
             f"run-queue wait; {extra:.1f} of it beyond the main thread): "
-            f"{n * per_worker:.1f} cores wanted on {cpus} usable CPUs, so they take turns",
+            f"{n * per_worker:.1f} cores wanted on {plural(cpus, 'usable CPU')}, so they take "
+            "turns",
             evidence={
                 "num_workers": n,
                 "arm": name,
@@ -464,7 +468,7 @@ def copy_on_read_finding(
     per_1000 = growth / samples_read * 1000 if samples_read else 0.0
     # A watched epoch cut short has no batch count to set the growth against.
     rate = f"{fmt_bytes(per_1000)} per 1,000 samples, " if samples_read else ""
-    over = f" over {samples_read} samples" if samples_read else " while reading"
+    over = f" over {plural(samples_read, 'sample')}" if samples_read else " while reading"
     return Finding(
         id="copy-on-read",
         severity="warning",

@@ -38,7 +38,7 @@ from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
-from loaderprof.model.units import fmt_bytes
+from loaderprof.model.units import fmt_bytes, plural
 
 NEAR_LIMIT = 0.8
 
@@ -178,14 +178,13 @@ def check_handles(report: Report) -> list[Finding]:
     ]
     held = {k: max(v) for k, v in carried.items() if k not in grown}
     if held:
-        labels = HANDLE_LABELS
-        text = ", ".join(f"{n} {labels[k]}" for k, n in held.items())
+        text = ", ".join(plural(n, HANDLE_LABELS[k]) for k, n in held.items())
         out.append(
             Finding(
                 id="state-carried",
                 severity="info",
                 arm="persistent",
-                title=f"each persistent worker keeps {text} open from one epoch to the next",
+                title=f"each persistent worker holds {text} from one epoch to the next",
                 evidence={f"extra_{k}": n for k, n in held.items()},
                 fix="expected for lazily opened resources; make sure they survive reuse "
                 "(file positions, cursors, connections that time out, per-epoch state)",
@@ -288,8 +287,8 @@ def check_content_repeats(report: Report) -> list[Finding]:
                 arm=name,
                 title=f"the {label} arm repeats its random draws: epochs "
                 f"{', '.join(map(str, epochs[1:]))} see exactly epoch {epochs[0]}'s samples, "
-                f"while the other arm's {len(others)} epochs see {len(set(others))} "
-                "different sets",
+                f"while the other arm's {plural(len(others), 'epoch')} see "
+                f"{plural(len(set(others)), 'different set')}",
                 evidence={
                     "attribute": None,
                     "source": "content digests",
@@ -336,7 +335,8 @@ def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Fin
                 f"{first}{quality}: the arms agree in epoch 1 and draw differently "
                 f"in epochs {', '.join(map(str, differs))}; "
                 + "; ".join(
-                    f"the {ARM_LABEL[k]} arm saw {fresh[k]} different sets in {epochs[k]} epochs"
+                    f"the {ARM_LABEL[k]} arm saw {plural(fresh[k], 'different set')} in "
+                    f"{plural(epochs[k], 'epoch')}"
                     for k in by_arm
                 ),
                 evidence={
@@ -377,8 +377,9 @@ def check_iterable(report: Report) -> list[Finding]:
                 unsharded: tuple[str, dict[str, Any]] | None = None
                 if e.duplicate_samples:
                     unsharded = (
-                        f"{e.duplicate_samples} duplicate samples in epoch 1, each sample seen "
-                        f"up to {repeats} times with {workers} workers",
+                        f"{plural(e.duplicate_samples, 'duplicate sample')} in epoch 1, each "
+                        f"sample seen up to {plural(repeats, 'time')} with "
+                        f"{plural(workers, 'worker')}",
                         {
                             "samples": e.samples,
                             "distinct": e.distinct_samples,
@@ -388,7 +389,8 @@ def check_iterable(report: Report) -> list[Finding]:
                     )
                 elif ds_len and e.samples == workers * ds_len and workers > 1:
                     unsharded = (
-                        f"epoch 1 yielded {e.samples} samples = {workers} workers × len {ds_len}",
+                        f"epoch 1 yielded {plural(e.samples, 'sample')} = "
+                        f"{plural(workers, 'worker')} × len {ds_len}",
                         {"samples": e.samples, "len": ds_len, "workers": workers},
                     )
                 if unsharded is not None:
@@ -409,7 +411,8 @@ def check_iterable(report: Report) -> list[Finding]:
                             id="iterable-length",
                             severity="warning",
                             arm=arm.name,
-                            title=f"IterableDataset yielded {e.samples} samples in epoch 1 but "
+                            title=f"IterableDataset yielded {plural(e.samples, 'sample')} in "
+                            "epoch 1 but "
                             f"len() says {ds_len}",
                             evidence={"samples": e.samples, "len": ds_len},
                             fix="make __len__ match what __iter__ yields across all workers "

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from typer._click import exceptions as click_exc
 
-from loaderprof.commands import compare, diff, plan, report, sweep, watch
+from loaderprof.commands import compare, diff, params, plan, report, sweep, watch
 from loaderprof.errors import ExitCode, LoaderprofError
 from loaderprof.version import __version__
 
@@ -23,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=params.Group,
 )
 
 
@@ -36,7 +37,9 @@ def _version(value: bool) -> None:
 def root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version.", metavar=""
+        ),
     ] = False,
 ) -> None:
     """loaderprof measures DataLoader workers: start-up, epoch latency, memory."""
@@ -44,6 +47,9 @@ def root(
 
 for _module in (compare, report, diff, sweep, plan, watch):
     _module.register(app)
+# Every command's --help without type placeholders (see `params.Command`).
+for _info in app.registered_commands:
+    _info.cls = params.Command
 
 
 def run(args: list[str], *, debug: bool) -> int:

@@ -27,12 +27,26 @@ GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
 # A rank's failures that rank 0 reports for it (under torchrun).
 _REPORTED = (ExitCode.USAGE, ExitCode.RUN_FAILED)
 
-COMPARE_DOC = "Run the same DataLoader with persistent_workers on and off, and compare."
+COMPARE_DOC = """Run the same DataLoader with persistent_workers on and off, and compare.
+
+Without DATASET, the dataset and the other settings come from --config or the
+project's pyproject.toml (\\[tool.loaderprof]).
+
+Examples:
+  loaderprof compare mypkg.data:TrainSet --num-workers 4
+  loaderprof compare data.py:make_dataset --arg root=/data --json report.json
+  loaderprof compare -v      # settings from pyproject.toml, everything shown
+"""
 CHECK_DOC = """Run every lifecycle check: leaks, state carried across epochs, memory growth,
 copy-on-read, unsharded IterableDatasets, RNG carried in workers, /dev/shm.
 
 The same options as compare, with one trial per arm and --digests by default.
-Exits 1 when a check finds a warning or an error."""
+Exits 1 when a check finds a warning or an error.
+
+Examples:
+  loaderprof check mypkg.data:TrainSet --num-workers 4
+  loaderprof check mypkg.data:TrainSet --json check.json -v
+"""
 
 
 def _params() -> list[Any]:

@@ -31,7 +31,15 @@ NOT_FOR_SWEEP = (
 )
 OUTPUTS = ("json", "csv", "plot")
 
-DOC = "Sweep num_workers × prefetch_factor × start method × persistence; find the frontier."
+DOC = """Sweep num_workers × prefetch_factor × start method × persistence; find the frontier.
+
+Each grid option takes a comma list; every valid combination runs --trials times
+(3 under auto), and the table marks the points no other beats on both time and memory.
+
+Examples:
+  loaderprof sweep mypkg.data:TrainSet --num-workers 2,4,8
+  loaderprof sweep data.py:TrainSet -w 4,8 --prefetch-factor 2,4 --plot s.png
+"""
 
 
 def register(app: typer.Typer) -> None:

@@ -34,11 +34,15 @@ def register(app: typer.Typer) -> None:
     for group, names in _OPTIONS:
         ps += params.options(group, only=names)
     ps += params.options(WatchStopOptions)
-    doc = (
-        "Run COMMAND unchanged (after --) and report what its DataLoaders did: every "
-        "loader, its epochs, workers and memory, and what to fix. Exits with the "
-        "command's own status."
-    )
+    doc = """Run a training command unchanged and report what its DataLoaders did.
+
+Every loader COMMAND (given after --) builds: its epochs, workers and memory, and what
+to fix. Exits with the command's own status.
+
+Examples:
+  loaderprof watch -- python train.py --lr 0.1
+  loaderprof watch --fail-on finding:loader-recreated -- python train.py
+"""
     params.register(app, "watch", doc, ps, run)
 
 

@@ -25,6 +25,7 @@ from loaderprof.model.results import (
     Verdict,
 )
 from loaderprof.model.trials import TrialError, TrialResult
+from loaderprof.model.units import plural
 from loaderprof.version import __version__
 
 
@@ -68,7 +69,8 @@ def build_report(
     load = env.get("load_average")
     if load and env.get("cpu_count") and load[0] >= env["cpu_count"]:
         warnings.append(
-            f"the machine was busy (load average {load[0]:.1f} on {env['cpu_count']} cores): "
+            f"the machine was busy (load average {load[0]:.1f} on "
+            f"{plural(env['cpu_count'], 'core')}): "
             "timings may be noisy"
         )
     extras = {}
@@ -179,18 +181,18 @@ def _plan_outcome(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> Plan
             1,
             _confidence(cfg, per_arm),
             settled,
-            f"fixed plan ({why}): {cfg.fixed_trials} trials per arm",
+            f"fixed plan ({why}): {plural(cfg.fixed_trials, 'trial')} per arm",
         )
     looks = look_points(cfg.max_trials)
     taken = sum(1 for k in looks if k <= per_arm)
     if settled and per_arm < cfg.max_trials:
-        stopped = f"settled after {per_arm} trials per arm (look {taken} of {len(looks)})"
+        stopped = f"settled after {plural(per_arm, 'trial')} per arm (look {taken} of {len(looks)})"
     elif settled:
         stopped = f"settled at the cap, --max-trials {cfg.max_trials}"
     elif per_arm >= cfg.max_trials:
         stopped = f"not settled at the cap, --max-trials {cfg.max_trials}"
     else:
-        stopped = f"stopped after {per_arm} trials per arm, before the plan could settle"
+        stopped = f"stopped after {plural(per_arm, 'trial')} per arm, before the plan could settle"
     return PlanOutcome(
         "adaptive",
         per_arm,

@@ -23,6 +23,10 @@ from typing import Any
 
 from loaderprof.errors import UsageError
 
+# The handful of options most runs need. Typer prints its own "Options" panel (where
+# --help lands) first, so these open every command's help; the panels below group
+# the rest.
+ESSENTIALS = "Options"
 LOADER = "Loader"
 MEASUREMENT = "Measurement"
 STATISTICS = "Statistics"
@@ -37,10 +41,12 @@ def opt(
     default: Any = None,
     cli_type: Any = None,
     hidden: bool = False,
+    metavar: str | None = None,
 ) -> Any:
     """A field with what the CLI needs to show it.
 
     cli_type: the type Typer parses when the API accepts more (batch size: 'none').
+    metavar: the value's name in --help (`--epochs N`); None: one from its type.
     """
     meta = {
         "flags": flags,
@@ -48,6 +54,7 @@ def opt(
         "panel": panel,
         "cli_type": cli_type,
         "hidden": hidden,
+        "metavar": metavar,
     }
     return field(default=default, metadata=meta)
 
@@ -60,29 +67,40 @@ class RunOptions:
         "--arg",
         "-a",
         help="Dataset keyword argument key=value (a Python literal, else a string); repeatable.",
-        panel=LOADER,
+        metavar="KEY=VALUE",
+        panel=ESSENTIALS,
         cli_type=list[str] | None,
     )
     config: Path | None = opt(
         "--config",
         "-c",
-        help="TOML config file (or pyproject.toml with \\[tool.loaderprof]); flags override it.",
-        panel=LOADER,
+        help="TOML config file (or a pyproject.toml with \\[tool.loaderprof]), used in place "
+        "of the project's own \\[tool.loaderprof]; flags override it.",
+        metavar="FILE",
+        panel=ESSENTIALS,
     )
-    epochs: int | None = opt("--epochs", help="Epochs per trial (default: 5).", panel=LOADER)
+    epochs: int | None = opt(
+        "--epochs", help="Epochs per trial (default: 5).", metavar="N", panel=ESSENTIALS
+    )
     num_workers: int | None = opt(
-        "--num-workers", "-w", help="DataLoader workers (default: 2).", panel=LOADER
+        "--num-workers",
+        "-w",
+        help="DataLoader workers (default: 2).",
+        metavar="N",
+        panel=ESSENTIALS,
     )
     batch_size: int | str | None = opt(
         "--batch-size",
         "-b",
         help="Batch size, or 'none' to turn automatic batching off (default: 32).",
-        panel=LOADER,
+        metavar="N|none",
+        panel=ESSENTIALS,
         cli_type=str | None,
     )
     prefetch_factor: int | None = opt(
         "--prefetch-factor",
         help="Batches prefetched per worker (default: torch's, 2).",
+        metavar="N",
         panel=LOADER,
     )
     pin_memory: bool | None = opt(
@@ -93,6 +111,7 @@ class RunOptions:
     mp_context: str | None = opt(
         "--mp-context",
         help="Worker start method: fork, spawn or forkserver (default: the platform's).",
+        metavar="METHOD",
         panel=LOADER,
     )
     shuffle: bool | None = opt(
@@ -112,24 +131,32 @@ class RunOptions:
         panel=LOADER,
     )
     timeout: float | None = opt(
-        "--timeout", help="DataLoader timeout in seconds (default: 0).", panel=LOADER
+        "--timeout", help="DataLoader timeout in seconds (default: 0).", metavar="S", panel=LOADER
     )
     collate_fn: str | None = opt(
-        "--collate-fn", help="Your collate function as module:attr.", panel=LOADER
+        "--collate-fn",
+        help="Your collate function as module:attr.",
+        metavar="M:FN",
+        panel=LOADER,
     )
     worker_init_fn: str | None = opt(
-        "--worker-init-fn", help="Your worker_init_fn as module:attr.", panel=LOADER
+        "--worker-init-fn",
+        help="Your worker_init_fn as module:attr.",
+        metavar="M:FN",
+        panel=LOADER,
     )
     loader_class: str | None = opt(
         "--loader",
         help="Your DataLoader class as module:attr (a subclass, torchdata's "
         "StatefulDataLoader), built with the same keyword arguments (default: torch's).",
+        metavar="M:CLS",
         panel=LOADER,
     )
     loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--loader-arg",
         help="Keyword argument for the --loader class key=value (a Python literal, else a "
         "string); repeatable.",
+        metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
     )
@@ -137,27 +164,32 @@ class RunOptions:
         "--val",
         help="A validation Dataset as module:attr: each epoch is a train pass then a "
         "validation pass on a second loader, persistent in the persistent arm too.",
+        metavar="M:A",
         panel=LOADER,
     )
     val_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--val-arg",
         help="Validation Dataset keyword argument key=value; repeatable.",
+        metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
     )
     val_batch_size: int | None = opt(
         "--val-batch-size",
         help="Validation batch size (default: the train loader's).",
+        metavar="N",
         panel=LOADER,
     )
     val_num_workers: int | None = opt(
         "--val-num-workers",
         help="Validation loader workers (default: the train loader's).",
+        metavar="N",
         panel=LOADER,
     )
     step_ms: float | None = opt(
         "--step-ms",
         help="Simulated training step per batch in the main process, ms (default: 0).",
+        metavar="MS",
         panel=LOADER,
     )
     set_epoch: bool | None = opt(
@@ -170,12 +202,14 @@ class RunOptions:
         "--epoch-hook",
         help="Your per-epoch change as module:FN, called FN(loader, epoch) in the main process "
         "before each epoch (switching an augmentation, a curriculum step).",
+        metavar="M:FN",
         panel=LOADER,
     )
     sample_interval: float | None = opt(
         "--sample-interval",
         help="Memory sampling interval in ms (default: 50); 0 turns a compare's sampling "
         "off (watch needs ≥ 5).",
+        metavar="MS",
         panel=MEASUREMENT,
     )
     uss_interval: float | None = opt(
@@ -183,6 +217,7 @@ class RunOptions:
         help="Most time between USS/PSS samples while an epoch runs, ms (reading them "
         "walks page tables and slows the loader; they are also read whenever RSS rises, "
         "and on every sample between compare's epochs) (default: 500).",
+        metavar="MS",
         panel=MEASUREMENT,
     )
     idle_ms: float | None = opt(
@@ -190,6 +225,7 @@ class RunOptions:
         help="Pause after each epoch (not timed) in which idle worker memory is "
         "sampled, in memory trials and single-trial plans; timing trials take none "
         "(default: 2 sampling intervals; a pause lasts until every process in it was read).",
+        metavar="MS",
         panel=MEASUREMENT,
     )
     trials: int | str | None = opt(
@@ -197,31 +233,39 @@ class RunOptions:
         help="Trials per arm, interleaved A B B A: 'auto' (the default) looks at 2 and 3 "
         "trials per arm, then after every A B B A block, and stops once the verdict is "
         "settled or --max-trials is reached; N fixes the plan.",
+        metavar="auto|N",
         panel=MEASUREMENT,
         cli_type=str,
     )
     max_trials: int | None = opt(
         "--max-trials",
         help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
+        metavar="N",
         panel=MEASUREMENT,
     )
     memory_trials: int | None = opt(
         "--memory-trials",
         help="Memory trials per arm (sampled deeply, not timed), run before the timing "
         "trials: two or more give the memory figures an interval (default: 2).",
+        metavar="N",
         panel=MEASUREMENT,
     )
     warmup_trials: int | None = opt(
         "--warmup-trials",
         help="Trials per arm run first and left out of the statistics (default: 0).",
+        metavar="N",
         panel=MEASUREMENT,
     )
     seed: int | None = opt(
-        "--seed", help="Seed for order, shuffling, bootstrap (default: 0).", panel=MEASUREMENT
+        "--seed",
+        help="Seed for order, shuffling, bootstrap (default: 0).",
+        metavar="N",
+        panel=MEASUREMENT,
     )
     trial_timeout: float | None = opt(
         "--trial-timeout",
         help="Seconds before a trial is killed (default: 900).",
+        metavar="S",
         panel=MEASUREMENT,
     )
     digests: bool | None = opt(
@@ -235,11 +279,13 @@ class RunOptions:
         help="Cut every epoch to N batches and project to full epochs from the measured "
         "per-batch time (persistence changes an epoch's start, not its length); the "
         "verdict and --min-gain apply to the full epoch.",
+        metavar="N",
         panel=MEASUREMENT,
     )
     epoch_samples: int | None = opt(
         "--epoch-samples",
         help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
+        metavar="N",
         panel=MEASUREMENT,
     )
     fresh_interpreter: bool | None = opt(
@@ -264,16 +310,19 @@ class RunOptions:
     train_epochs: int | None = opt(
         "--train-epochs",
         help="Epochs of your real training, for the total saving (default: --epochs).",
+        metavar="N",
         panel=STATISTICS,
     )
     min_gain: float | None = opt(
         "--min-gain",
         help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05).",
+        metavar="F",
         panel=STATISTICS,
     )
     memory_budget: str | int | None = opt(
         "--memory-budget",
         help="Peak PSS of the whole run allowed with persistence, e.g. 8GiB.",
+        metavar="SIZE",
         panel=STATISTICS,
         cli_type=str | None,
     )
@@ -309,12 +358,14 @@ class GateOptions:
         help="Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
         "peak_worker_uss:<=1.5GiB, first_batch_s:+10% (against --baseline), "
         "finding:ID (watch: finding:ID only, and only when the command succeeded).",
+        metavar="METRIC:LIMIT",
         panel=GATES,
         cli_type=list[str] | None,
     )
     gates: Path | None = opt(
         "--gates",
         help="TOML file with a \\[gates] (or \\[tool.loaderprof.gates]) table.",
+        metavar="FILE",
         panel=GATES,
     )
     strict: bool = opt("--strict", help="Inconclusive gates fail too.", panel=GATES, default=False)
@@ -331,7 +382,10 @@ class OutputOptions:
     """Where the report goes besides the terminal; every path is checked before any trial."""
 
     json: str | None = opt(
-        "--json", help="Write the JSON report here ('-' for stdout).", panel=OUTPUTS
+        "--json",
+        help="Write the JSON report here ('-' for stdout).",
+        metavar="PATH|-",
+        panel=ESSENTIALS,
     )
     csv: Path | None = opt(
         "--csv", help="Write one tidy row per trial × epoch here.", panel=OUTPUTS
@@ -364,7 +418,7 @@ class UiOptions:
         "--verbose",
         "-v",
         help="Show everything, not one screen: n and RSS, every epoch and worker, evidence.",
-        panel=OUTPUTS,
+        panel=ESSENTIALS,
         default=False,
     )
     quiet: bool = opt("--quiet", "-q", help="No progress bar.", panel=OUTPUTS, default=False)
@@ -379,24 +433,28 @@ class SweepOptions:
         "--num-workers",
         "-w",
         help="e.g. 0,2,4,8 (default: 0,2).",
-        panel=LOADER,
+        metavar="N,N,...",
+        panel=ESSENTIALS,
         cli_type=str | None,
     )
     prefetch_factor: str | list[int | None] | None = opt(
         "--prefetch-factor",
         help="e.g. 2,4 (default: torch's).",
+        metavar="N,N,...",
         panel=LOADER,
         cli_type=str | None,
     )
     mp_context: str | list[str | None] | None = opt(
         "--mp-context",
         help="e.g. fork,spawn (default: the platform's).",
+        metavar="METHOD,...",
         panel=LOADER,
         cli_type=str | None,
     )
     persistent: str | list[bool] | None = opt(
         "--persistent",
         help="on, off or on,off (default: on,off).",
+        metavar="on,off",
         panel=LOADER,
         cli_type=str | None,
     )
@@ -415,6 +473,7 @@ class WatchStopOptions:
         help="Seconds the command has to stop by itself after Ctrl-C or SIGTERM "
         "(forwarded to it: a training script saves its checkpoint) before SIGTERM, then "
         f"SIGKILL; a second Ctrl-C ends it at once. Default {_KILL_AFTER_S:g}.",
+        metavar="S",
         panel="Stopping",
         default=_KILL_AFTER_S,
     )

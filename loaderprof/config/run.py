@@ -1,7 +1,9 @@
-"""Run configuration: defaults < TOML config file < command-line flags.
+"""Run configuration: defaults < the project's [tool.loaderprof] or a TOML config
+file < command-line flags.
 
 `RunConfig` is frozen and validated once, here; everything downstream may
-trust it.
+trust it. Every TOML file loaderprof reads is read here, the project's
+pyproject.toml found here too (`find_project_config`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from loaderprof.config.refs import ObjectRef
 from loaderprof.errors import UsageError
+from loaderprof.model.units import noun
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -125,6 +128,9 @@ class RunConfig:
     val_args: Mapping[str, Any] = field(default_factory=dict)
     val_batch_size: int | None = None
     val_num_workers: int | None = None
+    # The file the settings came from: --config, or the project's pyproject.toml the
+    # CLI found (None: flags and defaults only). Recorded so a report says what set it.
+    config_file: str | None = None
 
     @property
     def val_loader(self) -> LoaderOptions | None:
@@ -200,7 +206,8 @@ _RUN_KEYS = {f.name for f in fields(RunConfig)} - {"loader", "dataset_args"}
 # `loader_args` that of the --loader class, `gates` the table of CI gates,
 # `memory_budget` a size such as "8GiB".
 CONFIG_KEYS = frozenset(
-    (_LOADER_KEYS | _RUN_KEYS | {"args", "gates", "memory_budget"}) - {"memory_budget_bytes"}
+    (_LOADER_KEYS | _RUN_KEYS | {"args", "gates", "memory_budget"})
+    - {"memory_budget_bytes", "config_file"}
 )
 
 _INT_KEYS = {
@@ -248,6 +255,35 @@ _STR_KEYS = {
 }
 # Tables of keyword arguments: merged key by key, the flags' over the file's.
 _TABLES = ("args", "loader_args", "val_args")
+PYPROJECT = "pyproject.toml"
+
+
+def find_project_config(start: Path) -> Path | None:
+    """The project's settings: the nearest pyproject.toml from `start` upward, when it
+    has a [tool.loaderprof] table. The CLI (without --config) and the pytest plugin
+    both ask here, so a project's settings apply alike in a terminal and in its tests.
+
+    The walk ends at the first pyproject.toml (the project `start` belongs to: a parent
+    project's settings are not its own), at the folder holding `.git` (the top of the
+    repository) or at the filesystem root. A pyproject.toml that cannot be read or
+    parsed is returned too: reading it then names the problem, where skipping it would
+    drop the user's settings without a word."""
+    for folder in (start, *start.parents):
+        path = folder / PYPROJECT
+        if path.is_file():
+            return path if _has_tool_table(path) else None
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _has_tool_table(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "loaderprof" in tool
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -259,11 +295,13 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise UsageError(f"config file not found: {p}") from None
     except OSError as exc:
         raise UsageError(f"cannot read config file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"config file {p} is not valid TOML: not UTF-8 text") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {p} is not valid TOML: {exc}") from None
-    if p.name == "pyproject.toml":
+    if p.name == PYPROJECT:
         tool = data.get("tool", {})
         data = tool.get("loaderprof", {}) if isinstance(tool, dict) else {}
         if not data:
@@ -347,10 +385,12 @@ def build_config(
     flags: Mapping[str, Any],
     file_values: Mapping[str, Any] | None = None,
     *,
-    file_name: str = "config file",
+    source: str | Path | None = None,
 ) -> RunConfig:
-    """Merge defaults, file values and flags (flags whose value is None were not given)."""
-    merged: dict[str, Any] = {}
+    """Merge defaults, file values (read from `source`) and flags (flags whose value is
+    None were not given)."""
+    file_name = str(source) if source else "config file"
+    merged: dict[str, Any] = {"config_file": str(source) if source else None}
     for key, value in (file_values or {}).items():
         if key in (*_TABLES, "gates"):
             continue
@@ -374,12 +414,13 @@ def build_config(
     dataset = merged.pop("dataset", None)
     if not dataset:
         raise UsageError(
-            "no dataset given: pass DATASET (module:attr) or set 'dataset' in --config"
+            "no dataset given: pass DATASET (module:attr) or set 'dataset' in --config "
+            "or the project's [tool.loaderprof]"
         )
     loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
     unknown = set(merged) - _RUN_KEYS
     if unknown:
-        raise UsageError(f"unknown option(s): {', '.join(sorted(unknown))}")
+        raise UsageError(f"unknown {noun(len(unknown), 'option')}: {', '.join(sorted(unknown))}")
     cfg = RunConfig(
         dataset=dataset, dataset_args=args, loader=LoaderOptions(**loader_kwargs), **merged
     )

@@ -207,12 +207,13 @@ def _top_bytes(f: BinaryIO, first: int, count: int) -> bytes:
     return data[7::8]
 
 
-# Each kind of handle a worker can leak, as the findings name it.
+# Each kind of handle a worker can leak, as the findings name one of it (counts
+# agree through `loaderprof.model.units.plural`).
 HANDLE_LABELS = {
-    "files": "open files",
-    "inet": "network connections",
-    "threads": "threads",
-    "children": "child processes",
+    "files": "open file",
+    "inet": "network connection",
+    "threads": "thread",
+    "children": "child process",
 }
 
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (
     ARM_SHORT,
@@ -211,7 +211,7 @@ def _checks(report: Report, verbose: bool) -> list[RenderableType]:
     ran = checks_ran(report.findings_checked)
     if not ran:
         return [Text("lifecycle checks: none had the data to run", style="yellow")]
-    names = ", ".join(ran) if verbose else f"{len(ran)} checks ran; -v names them"
+    names = ", ".join(ran) if verbose else f"{plural(len(ran), 'check')} ran; -v names them"
     return [Text(f"lifecycle checks: no findings ({names})", style="green")]
 
 
@@ -226,7 +226,8 @@ def _warnings(report: Report, verbose: bool) -> list[RenderableType]:
     shown = lines if verbose else lines[:BRIEF_WARNINGS]
     out: list[RenderableType] = [Text(line, style="yellow") for line in shown]
     if len(lines) > len(shown):
-        out.append(Text(f"… {len(lines) - len(shown)} more warning(s) (-v)", style="yellow"))
+        more = plural(len(lines) - len(shown), "more warning")
+        out.append(Text(f"… {more} (-v)", style="yellow"))
     return out
 
 
@@ -470,18 +471,20 @@ def distributed_tables(report: Report) -> list[RenderableType]:
 def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
     """`loaderprof plan`: what was measured and what it projects to."""
     t = titled(
-        f"Host memory for {ranks} rank(s) × {num_workers} workers ({ARM_LABEL.get(arm, arm)})"
+        f"Host memory for {plural(ranks, 'rank')} × {plural(num_workers, 'worker')} "
+        f"({ARM_LABEL.get(arm, arm)})"
     )
     t.add_column("")
     t.add_column("bytes", justify="right")
     rows = [
         ("measured: one rank's process tree (peak PSS total)", proj.rank_total_pss_bytes),
         ("measured: peak USS per worker", proj.per_worker_uss_bytes),
-        (f"projected: one rank with {num_workers} workers", proj.per_rank_bytes),
+        (f"projected: one rank with {plural(num_workers, 'worker')}", proj.per_rank_bytes),
     ]
     for label, value in rows:
         t.add_row(label, fmt_bytes(value))
-    t.add_row(f"projected: node with {ranks} rank(s)", fmt_bytes(proj.node_bytes), style="bold")
+    node = f"projected: node with {plural(ranks, 'rank')}"
+    t.add_row(node, fmt_bytes(proj.node_bytes), style="bold")
     if proj.limit_bytes:
         t.add_row(f"this machine's {proj.limit_source}", fmt_bytes(proj.limit_bytes))
     return t
@@ -499,7 +502,8 @@ def projection_text(report: Report) -> Text:
         for name in ("persistent", "non_persistent")
     )
     return Text(
-        f"short epochs: measured {proj.max_batches} of {proj.full_batches} batches per epoch; "
+        f"short epochs: measured {proj.max_batches} of {plural(proj.full_batches, 'batch')} "
+        "per epoch; "
         f"the verdict compares full steady epochs projected from each epoch's per-batch time: "
         f"{arms}. Memory figures cover only the batches seen.",
         style="cyan",

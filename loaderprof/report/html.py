@@ -25,7 +25,7 @@ from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, Report
 from loaderprof.model.trials import EpochResult, TrialResult
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
 
 # The same arm colours as the --plot figure, so the two read alike.
@@ -142,7 +142,7 @@ def _header(report: Report) -> list[str]:
         loader_text(report),
         plan_text(report),
         f"torch {env.get('torch')}",
-        f"{env.get('cpu_count')} CPUs",
+        plural(env.get("cpu_count"), "CPU"),
     ]
     made = f"{tool.get('name', 'loaderprof')} {tool.get('version', '')}".strip()
     if report.created:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loaderprof.model.results import ARM_LABEL, Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
 
@@ -17,7 +17,8 @@ def to_markdown(report: Report) -> str:
         f"### loaderprof: `{cfg['dataset']}`",
         "",
         f"{loader_text(report)} · {plan_text(report)} · "
-        f"torch {report.environment.get('torch')} · {report.environment.get('cpu_count')} CPUs",
+        f"torch {report.environment.get('torch')} · "
+        f"{plural(report.environment.get('cpu_count'), 'CPU')}",
         "",
     ]
     if report.verdict is not None:
@@ -85,7 +86,7 @@ def watch_markdown(report: WatchReport) -> str:
         f"### loaderprof watch: `{' '.join(report.command)}`",
         "",
         f"Exit status {report.exit_code} · {fmt_seconds(report.wall_s)} · "
-        f"{len(report.loaders)} DataLoader(s) · most worker processes at once: "
+        f"{plural(len(report.loaders), 'DataLoader')} · most worker processes at once: "
         f"{report.peak_worker_processes}",
         "",
         "| loader | built at | workers | persistent | epochs | reused | steady epoch | "

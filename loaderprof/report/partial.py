@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from loaderprof.model.results import Report, TrialResult
+from loaderprof.model.units import plural
 
 NOT_MEASURED = "not measured"
 
@@ -39,7 +40,7 @@ def plan_words(report: Report) -> str | None:
     ran = min(timed_trials(report).values(), default=0)
     planned = report.plan.max_trials if report.plan is not None else report.config["trials"]
     failed = any(e.category != "interrupted" for e in report.errors)
-    return f"{_why(failed)} after {ran} of {planned} planned trials per arm"
+    return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
 
 
 def unmeasured_arms(report: Report) -> set[str]:
@@ -67,17 +68,17 @@ def point_note(point: Any) -> str:
 
 
 def sweep_plan_words(report: Any) -> str:
-    """The sweep's plan as run: '3 trial(s) per configuration', or what an interrupted
+    """The sweep's plan as run: '3 trials per configuration', or what an interrupted
     one measured of it."""
     planned = report.config["trials"]
     if report.complete:
-        return f"{planned} trial(s) per configuration"
+        return f"{plural(planned, 'trial')} per configuration"
     measured, low, high = sweep_counts(report)
     trials = f"{low}" if low == high else f"{low}–{high}"
     why = _why(any(point_failed(p) for p in report.points))
     return (
-        f"{why} after {trials} of {planned} planned trial(s) per configuration, "
-        f"{measured} of {len(report.points)} configurations measured"
+        f"{why} after {trials} of {plural(planned, 'planned trial')} per configuration, "
+        f"{measured} of {plural(len(report.points), 'configuration')} measured"
     )
 
 
@@ -90,6 +91,7 @@ def sweep_basis(report: Any) -> str | None:
         return "nothing was measured: no recommendation"
     trials = f"{low}" if low == high else f"{low}–{high}"
     return (
-        f"based on {trials} of {report.config['trials']} planned trial(s) per configuration "
-        f"and {measured} of {len(report.points)} configurations: rerun for the full plan"
+        f"based on {trials} of {plural(report.config['trials'], 'planned trial')} per "
+        f"configuration and {measured} of {plural(len(report.points), 'configuration')}: "
+        "rerun for the full plan"
     )

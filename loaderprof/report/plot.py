@@ -22,7 +22,7 @@ from loaderprof.errors import UsageError
 from loaderprof.model.results import ARM_LABEL as _LABEL
 from loaderprof.model.results import Report
 from loaderprof.model.trials import ProcessTimeline, TrialResult
-from loaderprof.model.units import MiB
+from loaderprof.model.units import MiB, plural
 from loaderprof.report.rows import ARM_COLOR, plan_text
 
 _COLORS = {"startup": "#f4a261", "busy": "#2a9d8f", "idle": "#d9d9d9"}
@@ -132,7 +132,7 @@ def _memory(ax: Any, t: TrialResult) -> None:
         loc="upper left",
         fontsize=7,
         ncol=3,
-        title=f"worker USS stacked ({stacked} processes)" if stacked else None,
+        title=f"worker USS stacked ({plural(stacked, 'process')})" if stacked else None,
         title_fontsize=7,
     )
 
@@ -251,7 +251,7 @@ def render(report: Report, path: str | Path | BinaryIO, fmt: str | None = None) 
     ax_ep.set_title("epoch times per arm", fontsize=9, loc="left")
     lo = report.config["loader"]
     fig.suptitle(
-        f"loaderprof · {report.config['dataset']} · {lo['num_workers']} workers · batch "
+        f"loaderprof · {report.config['dataset']} · {plural(lo['num_workers'], 'worker')} · batch "
         f"{lo['batch_size']} · {report.environment.get('start_method') or 'default'} · "
         f"{plan_text(report)}",
         fontsize=10,

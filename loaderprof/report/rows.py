@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Report
-from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 from loaderprof.report.partial import plan_words
 
 __all__ = [
@@ -73,7 +73,7 @@ def loader_text(report: Report) -> str:
     method = report.environment.get("start_method") or lo["mp_context"] or "default"
     cls = lo.get("loader_class")
     parts = [cls.rpartition(":")[2]] if cls else []
-    parts += [f"{lo['num_workers']} workers", f"batch {lo['batch_size']}", method]
+    parts += [plural(lo["num_workers"], "worker"), f"batch {lo['batch_size']}", method]
     return " · ".join(parts)
 
 
@@ -83,10 +83,10 @@ def plan_text(report: Report) -> str:
     cfg, plan = report.config, report.plan
     partial = plan_words(report)
     if partial is not None:
-        return f"{cfg['epochs']} epochs · {partial}"
+        return f"{plural(cfg['epochs'], 'epoch')} · {partial}"
     if plan is None:
-        return f"{cfg['epochs']} epochs × {cfg['trials']} trial(s) per arm"
-    text = f"{cfg['epochs']} epochs × {plan.trials_per_arm} trial(s) per arm"
+        return f"{plural(cfg['epochs'], 'epoch')} × {plural(cfg['trials'], 'trial')} per arm"
+    text = f"{plural(cfg['epochs'], 'epoch')} × {plural(plan.trials_per_arm, 'trial')} per arm"
     if plan.mode == "adaptive":
         state = "settled" if plan.settled else "not settled"
         text += f" (adaptive: {state} at look {plan.looks_taken} of {plan.looks_planned})"

@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.console import cell, num, unit_of
 from loaderprof.report.partial import point_note, sweep_basis, sweep_plan_words
 from loaderprof.report.rows import fmt_stat
@@ -60,7 +60,8 @@ def sweep_table(report: Any, *, verbose: bool = False) -> RenderableType:
 def _title(report: Any) -> str:
     cfg = report.config
     joint = "×" if report.complete else "·"
-    return f"Sweep: {cfg['dataset']} · {cfg['epochs']} epochs {joint} {sweep_plan_words(report)}"
+    epochs = plural(cfg["epochs"], "epoch")
+    return f"Sweep: {cfg['dataset']} · {epochs} {joint} {sweep_plan_words(report)}"
 
 
 def _sweep_tail(report: Any) -> list[RenderableType]:
@@ -74,7 +75,8 @@ def _sweep_tail(report: Any) -> list[RenderableType]:
     parts: list[RenderableType] = [
         Panel(body, title="recommendation", title_align="left", border_style="green")
     ]
-    parts += [Text(f"skipped: {note}", style="dim") for note in report.skipped]
+    # Each note names its combination and says it was skipped, and why.
+    parts += [Text(note, style="dim") for note in report.skipped]
     parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return parts
 

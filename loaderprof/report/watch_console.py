@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel
 from loaderprof.report.tables import titled
@@ -99,8 +99,9 @@ def render(report: WatchReport) -> RenderableType:
     status = "interrupted; " if report.interrupted else ""
     head = Text(
         f"loaderprof watch: {' '.join(report.command)}\n{status}exit status "
-        f"{report.exit_code} · {fmt_seconds(report.wall_s)} · {len(report.loaders)} "
-        f"DataLoader(s) · sampler duty cycle {report.sampler_duty_cycle or 0:.1%}"
+        f"{report.exit_code} · {fmt_seconds(report.wall_s)} · "
+        f"{plural(len(report.loaders), 'DataLoader')} · "
+        f"sampler duty cycle {report.sampler_duty_cycle or 0:.1%}"
     )
     parts: list[RenderableType] = [head]
     if report.loaders:

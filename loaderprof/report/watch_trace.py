@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loaderprof.model.units import plural
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.trace import meta, span
 
@@ -22,7 +23,8 @@ def to_watch_trace(report: WatchReport) -> dict[str, Any]:
     for n, ld in enumerate(report.loaders):
         pid = _LOADER_PID + n
         persistence = "persistent" if ld.persistent_workers else "not persistent"
-        events += meta(pid, f"{ld.id} {ld.site} ({ld.num_workers} workers, {persistence})", sort)
+        workers = plural(ld.num_workers, "worker")
+        events += meta(pid, f"{ld.id} {ld.site} ({workers}, {persistence})", sort)
         sort += 1
         for e in ld.epochs:
             end = e.end_s if e.end_s is not None else report.wall_s

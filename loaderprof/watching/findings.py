@@ -24,7 +24,7 @@ from loaderprof.checks.series import (
 from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes
+from loaderprof.model.units import fmt_bytes, listing, noun, plural
 from loaderprof.model.watch import PoolSpan, WatchedLoader
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
@@ -63,7 +63,7 @@ def _recreated(site: str, group: Sequence[WatchedLoader]) -> Finding:
     return Finding(
         id="loader-recreated",
         severity="warning",
-        title=f"{len(group)} DataLoaders built at {site}, each iterated once: their "
+        title=f"{plural(len(group), 'DataLoader')} built at {site}, each iterated once: their "
         f"workers start again every epoch{cost}",
         evidence={
             "site": site,
@@ -94,8 +94,9 @@ def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
             Finding(
                 id="persistence-candidate",
                 severity="info",
-                title=f"loader {ld.id} ({ld.site}) starts {ld.num_workers} workers every "
-                f"epoch: each of its {len(done)} epochs waited {wait:.2f} s for its first batch, "
+                title=f"loader {ld.id} ({ld.site}) starts {plural(ld.num_workers, 'worker')} "
+                f"every epoch: each of its {plural(len(done), 'epoch')} waited {wait:.2f} s for "
+                "its first batch, "
                 f"{share:.0%} of a {wall:.2f} s epoch; persistent_workers=True could save up to "
                 "about that per epoch",
                 evidence={
@@ -143,8 +144,10 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"loader {owner.id}'s {pool.workers} persistent workers stay alive and "
-                f"idle while loader {', '.join(others)} runs ({len(overlaps)} epochs){memory}",
+                title=f"loader {owner.id}'s {plural(pool.workers, 'persistent worker')} stay "
+                f"alive and idle while {noun(len(others), 'loader')} {listing(others)} "
+                f"{'runs' if len(others) == 1 else 'run'} "
+                f"({plural(len(overlaps), 'epoch')}){memory}",
                 evidence={
                     "loader": owner.id,
                     "site": owner.site,

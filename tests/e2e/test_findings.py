@@ -96,6 +96,8 @@ def test_a_file_opened_lazily_is_state_carried_in_every_run(tmp_path: Path) -> N
         assert [(f["id"], f["evidence"]) for f in report["findings"]] == [
             ("state-carried", {"extra_files": 1})
         ]
+    title = report["findings"][0]["title"]
+    assert title == "each persistent worker holds 1 open file from one epoch to the next"
     workers = report["arms"]["persistent"]["trials"][0]["workers"]
     assert all(w["held_at_init"]["files"] + 1 == w["states"][-1]["files"] for w in workers)
 

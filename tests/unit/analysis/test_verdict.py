@@ -218,7 +218,7 @@ def test_ranks_that_disagree_with_rank_0_overrule_it_through_the_node() -> None:
     v = decide(_inputs(cfg, rank0, ranks=apart))
     assert v.recommendation == "enable" and v.headline == rank0.verdict.headline
     assert v.reasons[:-1] == rank0.verdict.reasons
-    assert "1 of 1 ranks completed" in v.reasons[-1]
+    assert "1 of 1 rank completed" in v.reasons[-1]
     # Rank 0 decides again from rebuilt inputs: the same function, the same answer.
     assert ranks.adjust_verdict(rank0, summary, cfg).verdict == decide(
         _inputs(cfg, rank0, findings=rank0.findings, ranks=summary)

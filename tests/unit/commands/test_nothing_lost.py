@@ -166,8 +166,8 @@ def test_an_interrupted_sweep_says_what_its_recommendation_rests_on(
     console.print(sweep_table(sweep))
     text = console.export_text()
     assert "3 trial(s) per configuration" not in text
-    assert "interrupted after 1 of 3 planned trial(s) per configuration" in text
-    assert f"based on 1 of 3 planned trial(s) per configuration and {len(points)} of" in text
+    assert "interrupted after 1 of 3 planned trials per configuration" in text
+    assert f"based on 1 of 3 planned trials per configuration and {len(points)} of" in text
 
 
 # A library that warns while a command runs (matplotlib did, with --html).

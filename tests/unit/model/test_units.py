@@ -1,6 +1,6 @@
 import pytest
 
-from loaderprof.model.units import fmt_bytes, fmt_seconds, parse_size
+from loaderprof.model.units import fmt_bytes, fmt_seconds, listing, noun, parse_size, plural
 
 
 @pytest.mark.parametrize(
@@ -30,3 +30,28 @@ def test_formatting() -> None:
     assert fmt_seconds(0.2) == "200.0 ms"
     assert fmt_seconds(2.5) == "2.50 s"
     assert fmt_seconds(0.00005) == "50 µs"
+
+
+@pytest.mark.parametrize(
+    ("n", "word", "text"),
+    [
+        (1, "open file", "1 open file"),
+        (2, "open file", "2 open files"),
+        (0, "worker", "0 workers"),
+        (1, "child process", "1 child process"),
+        (3, "child process", "3 child processes"),
+        (2, "batch", "2 batches"),
+        (1, "batch", "1 batch"),
+        (10, "epoch", "10 epochs"),
+        (4, "DataLoader", "4 DataLoaders"),
+    ],
+)
+def test_plural_agrees_with_its_count(n: int, word: str, text: str) -> None:
+    assert plural(n, word) == text
+
+
+def test_noun_and_listing() -> None:
+    assert noun(1, "loader") + " L2 runs" == "loader L2 runs"
+    assert f"{noun(3, 'loader')} {listing(['L2', 'L3', 'L4'])}" == "loaders L2, L3 and L4"
+    assert plural(2, "index", many="indices") == "2 indices"
+    assert listing(["a"]) == "a" and listing(["a", "b"]) == "a and b"

@@ -246,3 +246,25 @@ def test_growth_findings_name_every_worker_and_their_severity_follows_the_trend(
     assert grown.severity == "info" and "4.0 MiB more private memory" in grown.title
     # No cause asserted from three readings: the fix says how to tell.
     assert "--epochs 10" in grown.fix and "cache" not in grown.title
+
+
+def test_an_idle_pool_names_the_loaders_that_ran_in_agreeing_words() -> None:
+    # L1's persistent pool lives from its first epoch to its last; L2 and L3 run between.
+    first = [e for e in _epoch("L1", 1.0, 0.1, 0.5, (201, 202)) if e["ev"] != "worker_exit"]
+    second = [
+        _ev("iter_start", 6.0, loader="L1"),
+        _ev("iter_first_batch", 6.05, loader="L1"),
+        _ev("iter_end", 6.5, loader="L1", batches=8),
+        _ev("worker_exit", 7.0, pid=201),
+        _ev("worker_exit", 7.0, pid=202),
+    ]
+    evs = [_loader("L1", 0.1, "train.py:9", True), *first, *second]
+    for i, t in enumerate((2.0, 4.0)):
+        evs.append(_loader(f"L{i + 2}", t - 0.05, f"val.py:{i}", False))
+        evs += _epoch(f"L{i + 2}", t, 0.1, 0.5, (301 + 2 * i, 302 + 2 * i))
+    found = loaders(by_kind(evs), [], {}, 0, int(8 * S))
+    (idle,) = [f for f in find(found, pools(found, 8.0), ()) if f.id == "idle-pools"]
+    assert idle.title.startswith(
+        "loader L1's 2 persistent workers stay alive and idle while loaders L2 and L3 run "
+        "(2 epochs)"
+    )
