@@ -26,6 +26,7 @@ from loaderprof.model.results import (
 )
 from loaderprof.model.trials import TrialError, TrialResult
 from loaderprof.model.units import plural
+from loaderprof.report.partial import plan_words
 from loaderprof.version import __version__
 
 
@@ -117,7 +118,13 @@ def build_report(
         verdict=verdict,
         projection=projection,
         findings_checked=findings_checked(report),
-        plan=_plan_outcome(cfg, sum(t.role != "memory" for t in p.trials), settled),
+        plan=_plan_outcome(
+            cfg,
+            sum(t.role != "memory" for t in p.trials),
+            settled,
+            # One wording for a plan a signal or a failure cut short (NOTE [partial reports]).
+            plan_words(report, planned=cfg.max_trials if cfg.adaptive else cfg.fixed_trials),
+        ),
     )
 
 
@@ -169,7 +176,9 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
     return arms
 
 
-def _plan_outcome(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> PlanOutcome:
+def _plan_outcome(
+    cfg: RunConfig, per_arm: int, verdict: Verdict | None, cut_short: str | None = None
+) -> PlanOutcome:
     settled = verdict is not None and verdict.decided
     if not cfg.adaptive:
         why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
@@ -181,11 +190,13 @@ def _plan_outcome(cfg: RunConfig, per_arm: int, verdict: Verdict | None) -> Plan
             1,
             _confidence(cfg, per_arm),
             settled,
-            f"fixed plan ({why}): {plural(cfg.fixed_trials, 'trial')} per arm",
+            cut_short or f"fixed plan ({why}): {plural(cfg.fixed_trials, 'trial')} per arm",
         )
     looks = look_points(cfg.max_trials)
     taken = sum(1 for k in looks if k <= per_arm)
-    if settled and per_arm < cfg.max_trials:
+    if cut_short:
+        stopped = cut_short
+    elif settled and per_arm < cfg.max_trials:
         stopped = f"settled after {plural(per_arm, 'trial')} per arm (look {taken} of {len(looks)})"
     elif settled:
         stopped = f"settled at the cap, --max-trials {cfg.max_trials}"

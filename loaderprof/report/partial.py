@@ -32,13 +32,15 @@ def timed_trials(report: Report) -> dict[str, int]:
     return {name: sum(_timed(t) for t in arm.trials) for name, arm in report.arms.items()}
 
 
-def plan_words(report: Report) -> str | None:
+def plan_words(report: Report, planned: int | None = None) -> str | None:
     """'interrupted after 2 of 6 planned trials per arm'; None for a report that ran
-    as planned."""
+    as planned. `planned` is the plan's trials per arm (its cap when adaptive), for a
+    report whose `plan` is not decided yet; the plan outcome's `stopped` says the same."""
     if report.complete:
         return None
     ran = min(timed_trials(report).values(), default=0)
-    planned = report.plan.max_trials if report.plan is not None else report.config["trials"]
+    if planned is None:
+        planned = report.plan.max_trials if report.plan is not None else report.config["trials"]
     failed = any(e.category != "interrupted" for e in report.errors)
     return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
 

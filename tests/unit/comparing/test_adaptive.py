@@ -144,3 +144,19 @@ def test_the_progress_bar_counts_to_the_epochs_the_plan_runs(world_size: int) ->
     epochs = len(runner.calls) * cfg.epochs
     assert len(runner.calls) == (2 * (4 + 2) if world_size == 1 else 2 * (3 + 2))
     assert f"{epochs}/{epochs}" in out.getvalue()
+
+
+@pytest.mark.parametrize("trials", [3, "auto"])
+def test_an_interrupted_plan_says_it_was_interrupted_after_k_of_n(trials: object) -> None:
+    from loaderprof.report.partial import plan_words
+
+    # Memory trials take indexes 0 and 1: whichever arm's third timed trial comes first
+    # is stopped, two per arm ran. A saving on the min-gain line keeps auto from settling.
+    runner = FakeRunner(startup_s=0.00526, interrupt={("persistent", 2), ("non_persistent", 2)})
+    report = loaderprof.compare(DATASET, trials=trials, epochs=3, max_trials=4, runner=runner)
+    plan = report.plan
+    assert plan is not None and not report.complete
+    planned = 3 if trials == 3 else 4
+    # The JSON's plan and the tables' line are one wording, never "fixed plan (--trials)".
+    assert plan.stopped == f"interrupted after 2 of {planned} planned trials per arm"
+    assert plan.stopped == plan_words(report)
