@@ -1,8 +1,15 @@
 """loaderprof: profile the worker lifecycle of PyTorch DataLoaders."""
 
-from typing import Any
+from __future__ import annotations
 
+# Nothing here imports more than the version: the CLI takes its signals in
+# `loaderprof.cli`'s first lines, and every module imported before them is time in
+# which a signal is the interpreter's (a traceback) rather than loaderprof's.
 from loaderprof.version import __version__
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["__version__", "check", "compare", "sweep", "to_frame", "watch"]
 

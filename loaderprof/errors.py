@@ -6,9 +6,11 @@ errors to exit codes in exactly one place.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import IntEnum
 from types import FrameType
 
@@ -117,6 +119,19 @@ class Interrupts:
 
     def exit_code(self) -> int | None:
         return None if self.signum is None else 128 + self.signum
+
+    def settle(self, code: int) -> None:
+        """The run is over, its last line printed: a signal from here on exits with the
+        run's own `code` at once, silently; nothing is left to write or to say."""
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):
+                stream.flush()
+
+        def _exit(signum: int, frame: FrameType | None) -> None:
+            os._exit(code)
+
+        for sig in self.HANDLED:
+            signal.signal(sig, _exit)
 
 
 INTERRUPTS = Interrupts()

@@ -42,6 +42,11 @@ class FakeRunner:
     cut_walk: bool = False
     calls: list[tuple[RunConfig, TrialSlot]] = field(default_factory=list)
     _pids: Any = field(default_factory=lambda: itertools.count(1000))
+    closed: bool = False
+
+    def close(self) -> None:
+        # What the scheduler calls on the runner it made (the template's teardown).
+        self.closed = True
 
     def __call__(
         self,

@@ -58,7 +58,11 @@ def new_memory(uss_growth: float, rss_growth: float) -> bool:
 # their reference counts, and every page it touches turns from shared to private: its
 # USS rises with what it reads while RSS stays flat (those pages were already in RSS).
 # Measured from the worker's first USS reading after its first batch (what it copied
-# while starting is start-up) to its USS peak (PyTorch issue #13246).
+# while starting is start-up; watch, which sees no worker's own batches, takes the later
+# of its epoch's first batch and the worker's ready) to its USS peak (PyTorch issue
+# #13246), and only where that growth spread over the readings: one step carrying most
+# of it is a one-off (a start-up copy still finishing on a busy machine, a gc pass over
+# inherited objects), however large (`measure.readings.copy_window`).
 COW_MIN_BYTES = 16 * 1024 * 1024
 COW_MIN_FRACTION_OF_USS = 0.10
 COW_MAX_RSS_SHARE = 0.5

@@ -62,12 +62,16 @@ class Outputs:
         # The outputs a write failed for, and those written, as given.
         self.failed: list[str] = []
         self.written: list[str] = []
+        # When the first signal came, against the writing: "before", "writing" or
+        # "after" (None: none yet), so the closing line says what is true.
+        self.signalled: str | None = None
 
     def write(self, report: AnyReport, *, strict: bool = False) -> bool:
         """Write every output; one that fails is one line naming it and why, and the
         others are still written. False when any failed (exit 4, NOT_SAVED)."""
         from loaderprof.report.exporters import append_text, export, kind_of
 
+        before = INTERRUPTS.signum is not None
         failures = dict(export(report, self.targets, strict=strict))
         for path, reason in failures.items():
             self.failed.append(path)
@@ -82,6 +86,8 @@ class Outputs:
                 sys.stderr.write(
                     f"loaderprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc}\n"
                 )
+        if INTERRUPTS.signum is not None:
+            self.signalled = "before" if before else "writing"
         return not self.failed
 
 
@@ -155,15 +161,32 @@ def saved_code(saved: bool) -> int:
     return int(ExitCode.OK if saved else ExitCode.NOT_SAVED)
 
 
-def interrupted_line(outputs: Outputs) -> str:
-    """The closing line of a run a signal ended: which, and where the partial report is."""
+def interrupted_line(outputs: Outputs, *, complete: bool) -> str:
+    """The closing line of a run a signal ended (see `interrupted_words`)."""
     import signal
 
     name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
-    json_path = outputs.json_path
-    written = json_path is not None and str(json_path) in outputs.written
-    where = f"; partial report written to {json_path}" if written else ""
-    return f"loaderprof: interrupted by {name}{where}"
+    if outputs.signalled is None and INTERRUPTS.signum is not None:
+        outputs.signalled = "after"  # the writes were over when it came
+    return interrupted_words(name, complete, outputs.written, outputs.signalled)
+
+
+def interrupted_words(name: str, complete: bool, written: list[str], when: str | None) -> str:
+    """What a signal ended, and what is true of the files: a report that every trial
+    went into is complete, whenever the signal came (the writing holds it, NOTE
+    [measuring]); only one the signal cut short is partial. `when` is when the signal
+    came against the writing: "before", "writing", "after" (or None: not known)."""
+    head = f"loaderprof: interrupted by {name}"
+    files = ", ".join(written)
+    if not complete:
+        return f"{head}; partial report written to {files}" if written else head
+    if not written:
+        return f"{head} after the report was printed"
+    if when == "after":
+        return f"{head} after the report was written ({files})"
+    if when == "writing":
+        return f"{head} while the report was written; it is complete ({files})"
+    return f"{head}; the complete report was written first ({files})"
 
 
 def error_detail(report: Report) -> str | None:

@@ -120,7 +120,8 @@ def _report(report: Any, prep: Any, outputs: Outputs, ui: Any, check: bool, err:
     late = INTERRUPTS.exit_code()
     if late is not None and late != code:
         # A signal while what was measured was written: it was all written first.
-        err.print(interrupted_line(outputs), style="yellow", highlight=False)
+        line = interrupted_line(outputs, complete=report.complete)
+        err.print(line, style="yellow", highlight=False)
         return late
     return int(ExitCode.NOT_SAVED) if code == ExitCode.OK and not saved else code
 
@@ -130,7 +131,8 @@ def _closing(
 ) -> int:
     """The last line on stderr and the exit code: interrupted, failed, findings, gates."""
     if code in (ExitCode.HANGUP, ExitCode.INTERRUPTED, ExitCode.TERMINATED):
-        err.print(interrupted_line(outputs), style="yellow", highlight=False)
+        line = interrupted_line(outputs, complete=report.complete)
+        err.print(line, style="yellow", highlight=False)
         return code
     if code == ExitCode.RUN_FAILED:
         detail = error_detail(report) if debug else None

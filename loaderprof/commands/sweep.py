@@ -91,7 +91,8 @@ def run(values: dict[str, Any]) -> int:
     saved = outputs.write(report)
     interrupted = INTERRUPTS.exit_code()
     if interrupted is not None:
-        err.print(interrupted_line(outputs), style="yellow", highlight=False)
+        line = interrupted_line(outputs, complete=report.complete)
+        err.print(line, style="yellow", highlight=False)
         return interrupted
     if not report.complete:
         return int(ExitCode.RUN_FAILED)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 import typer
 
 from loaderprof.commands import params
-from loaderprof.commands.common import Outputs, saved_code, stderr_console, stdout_console
+from loaderprof.commands.common import (
+    Outputs,
+    interrupted_line,
+    saved_code,
+    stderr_console,
+    stdout_console,
+)
 from loaderprof.config.options import (
     GateOptions,
     OutputOptions,
@@ -83,7 +88,7 @@ def run(values: dict[str, Any]) -> int:
     hit = [g for g in gates if g in found]
     late = INTERRUPTS.exit_code()
     if late is not None:  # after the command ended: its report was written first
-        err.print(f"loaderprof: interrupted by {signal.Signals(late - 128).name}")
+        err.print(interrupted_line(outputs, complete=True), style="yellow", highlight=False)
         return late
     if report.exit_code == 0 and hit:
         err.print(f"loaderprof: watch found: {', '.join(hit)}")

@@ -8,6 +8,7 @@ window a copy-on-read reading spans.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 
@@ -82,11 +83,24 @@ def workers_reused(runs: Iterable[Iterable[EpochWorkers]]) -> bool | None:
 # A worker's reading: (seconds, USS, RSS).
 Point = tuple[float, int, int]
 
+# See NOTE [copy-on-read]. The most of a window's USS growth one step between two readings
+# may carry: reading copies page after page, so its growth spreads over the readings; a
+# one-off (a start-up copy still finishing, a gc pass over inherited objects) lands
+# between two of them.
+COW_MAX_STEP_SHARE = 2 / 3
+
 
 def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
     """See NOTE [copy-on-read]. Of a worker's (time, USS, RSS) readings from its first batch
     on, in time order, the first (what it copied while starting is paid by then) and
-    the USS peak after it; None with fewer than two."""
+    the USS peak after it; None with fewer than two, or where USS rose to its peak in
+    one step (more than COW_MAX_STEP_SHARE of its growth): a one-off, which readings
+    cannot tell from a per-sample cost."""
     if len(points) < 2:
         return None
-    return points[0], max(points[1:], key=lambda p: p[1])
+    peak = max(range(1, len(points)), key=lambda i: points[i][1])
+    growth = points[peak][1] - points[0][1]
+    step = max(b[1] - a[1] for a, b in itertools.pairwise(points[: peak + 1]))
+    if growth > 0 and step > COW_MAX_STEP_SHARE * growth:
+        return None
+    return points[0], points[peak]

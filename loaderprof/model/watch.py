@@ -49,9 +49,10 @@ class WatchedWorker:
     # What it held (files, inet, threads, children) in each pause between its
     # loader's epochs, from the last reading inside the pause.
     handles_by_pause: tuple[Mapping[str, int], ...] = ()
-    # See NOTE [copy-on-read]. From its first USS reading after its first batch to its USS
-    # peak: where USS started, how much USS and RSS grew, and about how many samples
-    # it read in between (its share of its loader's batches, pro rata over epochs).
+    # See NOTE [copy-on-read]. From its first USS reading after its epoch's first batch and
+    # its own ready to its USS peak: where USS started, how much USS and RSS grew, and
+    # about how many samples it read in between (its share of its loader's batches, pro
+    # rata over epochs); None where no such window tells (a one-step rise: a one-off).
     read_start_uss_bytes: int | None = None
     read_uss_growth_bytes: int | None = None
     read_rss_growth_bytes: int | None = None

@@ -111,15 +111,17 @@ def _with_reading(
     t0: int,
 ) -> tuple[WatchedWorker, ...]:
     """See NOTE [copy-on-read]. Each worker's USS and RSS from its first USS reading after
-    its first batch (its start-up copy already paid) to its USS peak, and about how
-    many samples it read in between."""
+    its epoch's first batch and its own ready (its start-up copy already paid) to its
+    USS peak, and about how many samples it read in between."""
     out = []
     for w in workers:
         served = [e for e in epochs if w.pid in e.worker_pids and e.first_batch_s is not None]
         if not served:
             out.append(w)
             continue
-        first = served[0].start_s + (served[0].first_batch_s or 0.0)
+        # The epoch's first batch may come from another worker while this one is still
+        # starting: its own start-up copy is paid once it is ready.
+        first = max(served[0].start_s + (served[0].first_batch_s or 0.0), w.ready_s or 0.0)
         window = copy_window(
             sorted(
                 ((s.t_ns - t0) / NS, s.uss, s.rss)

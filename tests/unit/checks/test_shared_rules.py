@@ -138,7 +138,30 @@ def _watch_copies(uss: Sequence[int], rss: Sequence[int]) -> bool:
 def test_copy_on_read_is_one_rule(
     report: Report, uss_growth_mib: int, rss_growth_mib: int, copies: bool
 ) -> None:
-    uss = [100 * MiB, 100 * MiB + uss_growth_mib * MiB, 100 * MiB + uss_growth_mib * MiB // 2]
-    rss = [300 * MiB, 300 * MiB + rss_growth_mib * MiB, 300 * MiB + rss_growth_mib * MiB // 2]
+    # Rising over both steps, as reading copies page after page.
+    uss = [100 * MiB, 100 * MiB + uss_growth_mib * MiB // 2, 100 * MiB + uss_growth_mib * MiB]
+    rss = [300 * MiB, 300 * MiB + rss_growth_mib * MiB // 2, 300 * MiB + rss_growth_mib * MiB]
+    assert _compare_copies(report, uss, rss) is copies
+    assert _watch_copies(uss, rss) is copies
+
+
+@pytest.mark.parametrize(
+    ("uss_mib", "copies"),
+    [
+        # Seen under load on a trivial dataset: 17.2 MiB in one step between two readings
+        # with RSS flat, then nothing more (a one-off, not a cost per sample read).
+        ((3.1, 20.3, 20.3), False),
+        ((3.1, 3.1, 20.3), False),
+        # Most of it in one step, a little either side: still a one-off.
+        ((3.1, 4.0, 20.3), False),
+        # The same growth spread over the readings: reading.
+        ((3.1, 11.7, 20.3), True),
+    ],
+)
+def test_a_one_step_rise_is_not_copy_on_read(
+    report: Report, uss_mib: Sequence[float], copies: bool
+) -> None:
+    uss = [int(u * MiB) for u in uss_mib]
+    rss = [158 * MiB] * 3
     assert _compare_copies(report, uss, rss) is copies
     assert _watch_copies(uss, rss) is copies
