@@ -53,7 +53,7 @@ class Outputs:
             # The registry names every output once; each group holds its own fields.
             for name in EXPORTERS:
                 path = getattr(group, name, None)
-                if path:
+                if path is not None:  # "" too: check_targets refuses an empty path
                     self.targets.append((name, path))
         check_targets(kind, self.targets, what)
         self.json_to_stdout = bool(outputs and outputs.json == "-")

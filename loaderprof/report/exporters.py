@@ -151,6 +151,11 @@ def check_targets(kind: ReportKind, targets: Sequence[Target], what: str = "") -
         )
     for name, path in targets:
         exporter = EXPORTERS[name]
+        # `--json=` (an unset shell variable): str options keep "", Path options turn it
+        # into "." before we see it; neither names a file, and a silent skip loses the
+        # output the user asked for.
+        if str(path) in ("", "."):
+            raise UsageError(f"{exporter.flag}: empty path")
         if str(path) == "-":
             if exporter.binary:
                 raise UsageError(f"{exporter.flag} cannot write to standard output")
@@ -213,6 +218,11 @@ def check_writable(path: str | Path) -> None:
     if any(real == p or p in real.parents for p in _PSEUDO):
         raise UsageError(f"cannot write {target}: {real} is a kernel filesystem, not a disk")
     if not parent.is_dir():
+        # The nearest ancestor that exists says why: a regular file (`ds.py/x.json`)
+        # is not a directory; otherwise the directory is missing.
+        there = next((a for a in (parent, *parent.parents) if a.exists()), None)
+        if there is not None and not there.is_dir():
+            raise UsageError(f"cannot write {target}: {there} is not a directory")
         raise UsageError(f"cannot write {target}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"cannot write {target}: directory {parent} is not writable")

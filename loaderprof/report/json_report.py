@@ -54,7 +54,9 @@ def _load(path: str | Path) -> dict[str, Any]:
 READERS = {
     "compare": "read it with loaderprof report or loaderprof diff",
     "sweep": "read it with loaderprof report",
-    "watch": "written by loaderprof watch; its JSON follows schema watch-v1",
+    # Nothing reads one back (watch prints its tables as it runs): saying so beats
+    # naming the writer, which is not what the user needs next.
+    "watch": "no loaderprof command reads watch reports back; its JSON follows schema watch-v1",
 }
 
 

@@ -130,7 +130,7 @@ def test_a_report_of_the_wrong_kind_is_one_line_naming_it(
     code = _run(argv(str(watch), str(saved)), debug=False)
     _, err = _errors(capsys)
     assert code == ExitCode.USAGE and len(err) == 1, err
-    assert f"{watch} is a watch report (written by loaderprof watch" in err[0]
+    assert f"{watch} is a watch report (no loaderprof command reads watch reports" in err[0]
     assert "reads compare" in err[0] and "__init__" not in err[0]
 
 
