@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import math
+from typing import Annotated, Any
 
 import typer
 
@@ -15,9 +17,11 @@ from loaderprof.commands.common import (
     stdout_console,
 )
 from loaderprof.config.options import (
+    WATCH_HELP,
     GateOptions,
     OutputOptions,
     RunOptions,
+    UiOptions,
     WatchStopOptions,
     fill,
 )
@@ -29,7 +33,18 @@ _OPTIONS = (
     (OutputOptions, ("json", "markdown", "trace")),
     (GateOptions, ("fail_on",)),
     (RunOptions, ("sample_interval", "uss_interval")),
+    (UiOptions, ("quiet", "debug")),
 )
+
+
+def _watch_help(p: Any) -> Any:
+    """A shared option with watch's own help where watch uses it otherwise."""
+    if p.name not in WATCH_HELP:
+        return p
+    info = copy.copy(p.annotation.__metadata__[0])
+    info.help, metavar = WATCH_HELP[p.name]
+    info.metavar = metavar or info.metavar
+    return p.replace(annotation=Annotated[p.annotation.__origin__, info])
 
 
 def register(app: typer.Typer) -> None:
@@ -37,7 +52,7 @@ def register(app: typer.Typer) -> None:
         params.argument("command", list[str], "The command to run, after --: python train.py ...")
     ]
     for group, names in _OPTIONS:
-        ps += params.options(group, only=names)
+        ps += [_watch_help(p) for p in params.options(group, only=names)]
     ps += params.options(WatchStopOptions)
     doc = """Run a training command unchanged and report what its DataLoaders did.
 
@@ -66,20 +81,24 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.watching.session import check_intervals
 
     INTERRUPTS.install()
+    # Every option is checked before the command starts: a typo found after it ran
+    # would cost the user the whole run.
+    kill_after = values["kill_after"]
+    if not math.isfinite(kill_after) or kill_after < 0:
+        raise UsageError(f"--kill-after {kill_after:g}: use a finite number of seconds ≥ 0")
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the command starts, by the registry that writes it.
     outputs = Outputs("watch", out_opts)
     err = stderr_console()
-    err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
-    if values["kill_after"] < 0:
-        raise UsageError(f"--kill-after {values['kill_after']:g}: use seconds ≥ 0")
+    if not values["quiet"]:
+        err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
     report = api.watch(
         values["command"],
         sample_interval=values["sample_interval"],
         uss_interval=values["uss_interval"],
-        kill_after=values["kill_after"],
+        kill_after=kill_after,
     )
     # The tables first: a file that cannot be written loses nothing that was seen.
     stdout_console(outputs.json_to_stdout).print(render(report))

@@ -479,6 +479,18 @@ class WatchStopOptions:
     )
 
 
+# watch's own words for shared options, (help, metavar or None): its --fail-on gates on
+# findings only and it has no --baseline, and it has no progress bar for -q to hide.
+WATCH_HELP: dict[str, tuple[str, str | None]] = {
+    "fail_on": (
+        "Gate finding:ID, repeatable: exit 1 when the command succeeded and the report "
+        "has that finding (e.g. finding:loader-recreated).",
+        "finding:ID",
+    ),
+    "quiet": ("No 'running' line before the command's own output.", None),
+}
+
+
 def names(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 

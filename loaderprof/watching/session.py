@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from loaderprof.config.run import RunConfig
@@ -62,6 +63,9 @@ def check_intervals(sample_ms: float | None, uss_ms: float | None) -> tuple[floa
     on the CPUs the training needs."""
     sample_ms = RunConfig.sample_interval_ms if sample_ms is None else sample_ms
     uss_ms = RunConfig.uss_interval_ms if uss_ms is None else uss_ms
+    for flag, ms in (("--sample-interval", sample_ms), ("--uss-interval", uss_ms)):
+        if not math.isfinite(ms):  # nan passes every comparison below
+            raise UsageError(f"{flag} {ms:g}: use a finite number of ms")
     if sample_ms < _MIN_INTERVAL_MS:
         raise UsageError(
             f"--sample-interval {sample_ms:g} ms: use ≥ {_MIN_INTERVAL_MS:g} ms (each reading "
