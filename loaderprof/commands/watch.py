@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 from typing import Annotated, Any
 
 import typer
@@ -76,16 +75,19 @@ def _gates(fail_on: list[str] | tuple[str, ...] | None) -> list[str]:
 
 
 def run(values: dict[str, Any]) -> int:
-    from loaderprof import api
     from loaderprof.report.watch_console import render
-    from loaderprof.watching.session import check_intervals
+    from loaderprof.watching.session import (
+        build_watch_report,
+        check_intervals,
+        check_kill_after,
+        collect,
+    )
 
     INTERRUPTS.install()
     # Every option is checked before the command starts: a typo found after it ran
     # would cost the user the whole run.
     kill_after = values["kill_after"]
-    if not math.isfinite(kill_after) or kill_after < 0:
-        raise UsageError(f"--kill-after {kill_after:g}: use a finite number of seconds ≥ 0")
+    check_kill_after(kill_after)
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
@@ -94,11 +96,15 @@ def run(values: dict[str, Any]) -> int:
     err = stderr_console()
     if not values["quiet"]:
         err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
-    report = api.watch(
-        values["command"],
-        sample_interval=values["sample_interval"],
-        uss_interval=values["uss_interval"],
-        kill_after=kill_after,
+    # Not api.watch: a signal the command was stopped for is this run's status here,
+    # not one to give back to a caller.
+    report = build_watch_report(
+        collect(
+            values["command"],
+            sample_interval=values["sample_interval"],
+            uss_interval=values["uss_interval"],
+            kill_after=kill_after,
+        )
     )
     # The tables first: a file that cannot be written loses nothing that was seen.
     stdout_console(outputs.json_to_stdout).print(render(report))

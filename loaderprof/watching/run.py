@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -157,11 +158,17 @@ class _Forwarder:
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _Forwarder:
+        # Off the main thread (the API from a worker thread) signals are not ours to
+        # take, and signal.signal would raise: the caller's own handlers stay.
+        if threading.current_thread() is not threading.main_thread():
+            return self
         for sig in _FORWARDED:
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if not self._old:
+            return
         for sig, old in self._old.items():
             signal.signal(sig, old)
         # The command has ended: a signal from now on lets its report be written first.
@@ -179,6 +186,19 @@ class _Forwarder:
             self.escalated = True
         if self.tree is not None:
             self.tree.signal(signum)
+
+
+def redeliver(signum: int, report: Any) -> None:
+    """The signal the command was stopped for, given back to the caller's own handler
+    now that the report is built (the API: a Ctrl-C is not swallowed). With Python's
+    default SIGINT handler it raises KeyboardInterrupt, which carries the report as
+    `.report`; a SIGTERM/SIGHUP does what the caller's process would have done."""
+    try:
+        signal.raise_signal(signum)
+    except BaseException as exc:
+        with contextlib.suppress(AttributeError):
+            exc.report = report  # type: ignore[attr-defined]
+        raise
 
 
 def run_watch(

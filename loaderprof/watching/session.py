@@ -14,7 +14,7 @@ from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
 from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
-from loaderprof.watching.run import KILL_AFTER_S, WatchRun, run_watch
+from loaderprof.watching.run import KILL_AFTER_S, WatchRun, redeliver, run_watch
 
 NS = 1_000_000_000
 
@@ -78,6 +78,11 @@ def check_intervals(sample_ms: float | None, uss_ms: float | None) -> tuple[floa
     return sample_ms, uss_ms
 
 
+def check_kill_after(kill_after: float) -> None:
+    if not math.isfinite(kill_after) or kill_after < 0:
+        raise UsageError(f"--kill-after {kill_after:g}: use a finite number of seconds ≥ 0")
+
+
 def watch(
     command: Sequence[str],
     *,
@@ -92,13 +97,42 @@ def watch(
     `uss_interval` are in ms, as the CLI's options (default: compare's, 50 and 500);
     `on_tick(seconds)` is called about every 0.2 s while the command runs; `kill_after`
     is the seconds the command has to stop by itself after an interrupt is forwarded to
-    it (the CLI's `--kill-after`)."""
+    it (the CLI's `--kill-after`).
+
+    Interrupts: on the main thread, a SIGINT/SIGTERM/SIGHUP to this process while the
+    command runs is forwarded to the command; once it stopped and the report is built,
+    the signal goes to the caller's own handler: a Ctrl-C raises KeyboardInterrupt
+    (its `.report` is the WatchReport, `interrupted=True`). Off the main thread no
+    signal handler is installed (signals reach the main thread only)."""
+    run = collect(
+        command,
+        sample_interval=sample_interval,
+        uss_interval=uss_interval,
+        on_tick=on_tick,
+        kill_after=kill_after,
+    )
+    report = build_watch_report(run)
+    if run.interrupted_by is not None:
+        redeliver(run.interrupted_by, report)
+    return report
+
+
+def collect(
+    command: Sequence[str],
+    *,
+    sample_interval: float | None = None,
+    uss_interval: float | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    kill_after: float = KILL_AFTER_S,
+) -> WatchRun:
+    """The run behind `watch`, with a signal kept in `interrupted_by` (the CLI reports
+    it as the command's status)."""
     sample_ms, uss_ms = check_intervals(sample_interval, uss_interval)
-    run = run_watch(
+    check_kill_after(kill_after)
+    return run_watch(
         command,
         interval_s=sample_ms / 1000,
         uss_interval_s=uss_ms / 1000,
         on_tick=on_tick,
         kill_after_s=kill_after,
     )
-    return build_watch_report(run)
