@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from loaderprof.measure.runner import (
     TrialRunner,
     TrialSlot,
 )
+from loaderprof.measure.scratch import scratch_dir
 from loaderprof.model.trials import TrialResult
 
 ARM_PERSISTENT = TrialSlot("persistent", True, 0)
@@ -102,7 +102,7 @@ def run_trials(
     # The tempdir and the template are gone before `measuring` ends (NOTE [measuring]).
     with (
         Measuring() as measuring,
-        tempfile.TemporaryDirectory(prefix="loaderprof-") as tmp,
+        scratch_dir("loaderprof-") as tmp,
         _closing(default),
     ):
         for item in scheduled:

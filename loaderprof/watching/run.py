@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.inside import events, procfs
 from loaderprof.inside.hook import ENV_EVENTS
 from loaderprof.measure.sampler import Sample, TreeSampler
+from loaderprof.measure.scratch import scratch_dir
 
 # After a forwarded signal the command has --kill-after seconds to stop by itself (a
 # training script saves its checkpoint); then SIGTERM for what is left, and SIGKILL
@@ -212,7 +212,7 @@ def run_watch(
     """Run `command` to its end (or until a forwarded signal ends it) and collect."""
     if not command:
         raise UsageError("no command given: loaderprof watch [OPTIONS] -- COMMAND [ARGS...]")
-    with tempfile.TemporaryDirectory(prefix="loaderprof-watch-") as tmp, _Forwarder() as fwd:
+    with scratch_dir("loaderprof-watch-") as tmp, _Forwarder() as fwd:
         path = os.path.join(tmp, "events.jsonl")
         t0 = time.monotonic_ns()
         proc = _start(command, _environment(path, tmp))
