@@ -29,7 +29,8 @@ from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.results import BaselineInfo, Report, SweepReport
 from loaderprof.report.json_report import read_report
 
-# `loaderprof.watch(...)`: the watch pipeline's one entry, the CLI's too.
+# `loaderprof.watch(...)`: the watch pipeline for callers (it gives a Ctrl-C back to them);
+# the CLI runs the same pipeline through `session.collect`, the signal its status.
 from loaderprof.watching.session import watch as watch
 
 # `check` is `compare` with every lifecycle check on: one trial per arm and
