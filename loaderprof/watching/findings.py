@@ -117,13 +117,13 @@ def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
 
 
 def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]) -> list[Finding]:
-    """A persistent pool alive and idle while another loader's epoch runs."""
+    """A pool alive and idle while another loader's epoch runs: a persistent one between
+    its epochs, or a non-persistent one whose iterator the loop left without ending it
+    (Lightning's validation pool, alive through the next training epoch)."""
     by_id = {ld.id: ld for ld in loaders}
     out = []
     for pool in pools:
         owner = by_id[pool.loader]
-        if not owner.persistent_workers:
-            continue
         overlaps = [
             (other.id, e)
             for other in loaders
@@ -140,11 +140,12 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
         held = owner.idle_workers_uss_bytes
         others = sorted({i for i, _ in overlaps})
         memory = f", holding {fmt_bytes(held)} USS between its epochs" if held else ""
+        kind = "persistent worker" if owner.persistent_workers else "non-persistent worker"
         out.append(
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"loader {owner.id}'s {plural(pool.workers, 'persistent worker')} stay "
+                title=f"loader {owner.id}'s {plural(pool.workers, kind)} stay "
                 f"alive and idle while {noun(len(others), 'loader')} {listing(others)} "
                 f"{'runs' if len(others) == 1 else 'run'} "
                 f"({plural(len(overlaps), 'epoch')}){memory}",
@@ -155,9 +156,14 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
                     "while": others,
                     "epochs_overlapped": len(overlaps),
                     "idle_workers_uss_bytes": held,
+                    "persistent_workers": owner.persistent_workers,
                 },
                 fix="expected for a train pool during validation; if memory is tight, "
-                "give the validation loader fewer workers or persistent_workers=False",
+                "give the validation loader fewer workers or persistent_workers=False"
+                if owner.persistent_workers
+                else "its iterator was left alive, not exhausted (a framework's loop, a "
+                "`break`): its workers end only when the iterator is dropped; if memory is "
+                "tight, give this loader fewer workers",
             )
         )
     return out
