@@ -169,7 +169,14 @@ def _epochs(
         first = next((t for t in firsts if start <= t < stop), None)
         end = next((ev for ev in ends if start <= ev["t"] < stop), None)
         lo, hi = (start - t0) / NS, ((end["t"] if end else min(stop, t_end)) - t0) / NS
-        alive = [w for w in workers if w.init_s <= hi and (w.exited_s is None or w.exited_s >= lo)]
+        # A pool the loop left alive (a framework's non-persistent iterator) ends once the
+        # next iterator replaces it, before that one's first batch: it served no batch.
+        served_from = lo if first is None else (first - t0) / NS
+        alive = [
+            w
+            for w in workers
+            if w.init_s <= hi and (w.exited_s is None or w.exited_s >= served_from)
+        ]
         out.append(
             WatchedEpoch(
                 index=i + 1,

@@ -25,7 +25,7 @@ from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
 from loaderprof.model.units import fmt_bytes, listing, noun, plural
-from loaderprof.model.watch import PoolSpan, WatchedLoader
+from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
 # wait (worker start-up included) is at least this share of an epoch.
@@ -121,7 +121,8 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
     its epochs, or a non-persistent one whose iterator the loop left without ending it
     (Lightning's validation pool, alive through the next training epoch)."""
     by_id = {ld.id: ld for ld in loaders}
-    out = []
+    # Per loader, not per pool: a non-persistent loader starts a pool every epoch.
+    found: dict[str, tuple[int, list[tuple[str, WatchedEpoch]]]] = {}
     for pool in pools:
         owner = by_id[pool.loader]
         overlaps = [
@@ -135,8 +136,12 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
             and e.end_s < pool.end_s
             and not any(o.start_s <= e.start_s <= (o.end_s or o.start_s) for o in owner.epochs)
         ]
-        if not overlaps:
-            continue
+        if overlaps:
+            workers, seen = found.get(owner.id, (0, []))
+            found[owner.id] = (max(workers, pool.workers), seen + overlaps)
+    out = []
+    for lid, (workers, overlaps) in found.items():
+        owner = by_id[lid]
         held = owner.idle_workers_uss_bytes
         others = sorted({i for i, _ in overlaps})
         memory = f", holding {fmt_bytes(held)} USS between its epochs" if held else ""
@@ -145,14 +150,14 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"loader {owner.id}'s {plural(pool.workers, kind)} stay "
+                title=f"loader {owner.id}'s {plural(workers, kind)} stay "
                 f"alive and idle while {noun(len(others), 'loader')} {listing(others)} "
                 f"{'runs' if len(others) == 1 else 'run'} "
                 f"({plural(len(overlaps), 'epoch')}){memory}",
                 evidence={
                     "loader": owner.id,
                     "site": owner.site,
-                    "workers": pool.workers,
+                    "workers": workers,
                     "while": others,
                     "epochs_overlapped": len(overlaps),
                     "idle_workers_uss_bytes": held,
