@@ -61,12 +61,26 @@ _FRAMEWORKS = tuple(
     f"{os.sep}{name}{os.sep}"
     for name in ("lightning", "lightning_fabric", "pytorch_lightning", "transformers", "accelerate")
 )
-# The last followed loader of each Dataset object (by id, checked through the weak
+# The user's last loader of each Dataset object (by id, checked through the weak
 # reference): the one a framework's rebuild of that Dataset's loader comes from.
 _by_dataset: dict[int, weakref.ref[Any]] = {}
-# Each loader id's latest iterator state (its __dict__): the epoch the loader's next
-# iter(), or the program's normal end, closes as `left` when it did not end.
-_open: dict[str, dict[str, Any]] = {}
+
+
+class _Epoch:
+    """An iterator's count: its batches (None once its end is recorded) and the stamp
+    of its last one. Kept apart from the iterator, whose queues and workers must go
+    when it does."""
+
+    __slots__ = ("batches", "last")
+
+    def __init__(self) -> None:
+        self.batches: int | None = 0
+        self.last = 0
+
+
+# Each loader id's latest epoch: the loader's next iter(), or the program's normal end,
+# closes it as `left` when it did not end.
+_open: dict[str, _Epoch] = {}
 
 
 _warned = False
@@ -298,8 +312,11 @@ def _register(loader: Any, path: str) -> None:
     lid = origin or f"{os.getpid()}.{next(_ids)}"
     # Named only once described: a loader the hook could not describe is not followed.
     object.__setattr__(loader, "_lp_id", lid)
-    with contextlib.suppress(TypeError):  # a Dataset that cannot be weakly referenced
-        _by_dataset[id(loader.dataset)] = weakref.ref(loader)
+    if not framework:
+        # Only the user's own loader is an origin: a framework that builds a loader of
+        # its own each evaluation (the HF Trainer) builds several, each named apart.
+        with contextlib.suppress(TypeError):
+            _by_dataset[id(loader.dataset)] = weakref.ref(loader)
     _emit(
         path,
         Ev.LOADER_REBUILT if origin else Ev.LOADER_CREATED,
@@ -360,8 +377,7 @@ def _patch_iter(cls: type, path: str) -> None:
         state = getattr(it, "__dict__", None)
         if outer and state is not None:
             state["_lp_loader"] = lid
-            state["_lp_batches"] = 0
-            _open[lid] = state
+            state["_lp_epoch"] = _open[lid] = _Epoch()
             try:
                 _patch_next(type(it), path)
             except Exception as exc:  # an iterator class that cannot be patched
@@ -386,24 +402,23 @@ def _patch_next(cls: type, path: str) -> None:
     def __next__(self: Any) -> Any:
         state = self.__dict__
         lid = state.get("_lp_loader")
+        rec = state.get("_lp_epoch")
         if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
             return original(self)
         state["_lp_in_next"] = True
         try:
             batch = original(self)
         except StopIteration:
-            if lid is not None and state.get("_lp_batches") is not None:
-                _emit(
-                    path, Ev.ITER_END, loader=lid, batches=state["_lp_batches"], ended="exhausted"
-                )
-                state["_lp_batches"] = None
+            if lid is not None and rec is not None and rec.batches is not None:
+                _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="exhausted")
+                rec.batches = None
             raise
         finally:
             state["_lp_in_next"] = False
-        if lid is not None and state.get("_lp_batches") is not None:
-            state["_lp_batches"] += 1
-            state["_lp_last"] = time.monotonic_ns()
-            if state["_lp_batches"] == 1:
+        if lid is not None and rec is not None and rec.batches is not None:
+            rec.batches += 1
+            rec.last = time.monotonic_ns()
+            if rec.batches == 1:
                 _emit(path, Ev.ITER_FIRST_BATCH, loader=lid)
         return batch
 
@@ -421,18 +436,18 @@ def _planned(loader: Any) -> int | None:
 def _leave(path: str, lid: str) -> None:
     """Close `lid`'s previous epoch as left, at its last batch, when the loop stopped
     taking its batches without a StopIteration (one without a batch stays abandoned)."""
-    state = _open.pop(lid, None)
-    if state is None or not state.get("_lp_batches"):
+    rec = _open.pop(lid, None)
+    if rec is None or not rec.batches:
         return
-    batches, last = state["_lp_batches"], state["_lp_last"]
-    _emit(path, Ev.ITER_END, loader=lid, batches=batches, ended="left", t=last)
-    state["_lp_batches"] = None
+    _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="left", t=rec.last)
+    rec.batches = None
 
 
 def _at_exit(path: str, pid: int) -> None:
     """A normal end closes each loader's last epoch as left; one open when an uncaught
     exception ended the program (Ctrl-C included) stays abandoned: it was cut."""
-    if os.getpid() != pid or getattr(sys, "last_value", None) is not None:
+    died = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
+    if os.getpid() != pid or died is not None:
         return
     for lid in list(_open):
         try:

@@ -148,6 +148,27 @@ def test_a_loop_that_breaks_out_of_its_epochs_counts_them(tmp_path: Path) -> Non
     assert "cut" not in run.stdout
 
 
+def test_an_epoch_the_program_died_in_stays_cut(tmp_path: Path) -> None:
+    _, report = _watch(
+        tmp_path,
+        """
+        import torch
+        from torch.utils.data import DataLoader
+
+        if __name__ == "__main__":
+            loader = DataLoader(list(range(64)), batch_size=4, num_workers=2)
+            for batch in loader:
+                pass
+            for i, batch in enumerate(loader):
+                if i == 3:
+                    raise RuntimeError("the training failed")
+        """,
+    )
+    assert report["returncode"] == 1
+    (ld,) = report["loaders"]
+    assert [(e["batches"], e["ended"]) for e in ld["epochs"]] == [(16, "exhausted"), (None, None)]
+
+
 @pytest.mark.parametrize("limit", [False, True], ids=["full", "limit_train_batches"])
 def test_lightning_fit_has_the_users_loaders_and_their_epochs(tmp_path: Path, limit: bool) -> None:
     pytest.importorskip("lightning")
