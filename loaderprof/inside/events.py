@@ -65,9 +65,12 @@ class Ev:
     # The user's own process under `watch` (inside/hook.py, see NOTE [watch hook]).
     # loader, site, rank, and the settings inside.hook._describe reads
     LOADER_CREATED: Final = "loader_created"
-    ITER_START: Final = "iter_start"  # loader
+    # loader, site, rank, settings: a framework's rebuild of that loader (same Dataset)
+    LOADER_REBUILT: Final = "loader_rebuilt"
+    ITER_START: Final = "iter_start"  # loader, planned (len(loader) or None)
     ITER_FIRST_BATCH: Final = "iter_first_batch"  # loader
-    ITER_END: Final = "iter_end"  # loader, batches
+    # loader, batches, ended: "exhausted" (StopIteration) or "left" (see inside/hook.py)
+    ITER_END: Final = "iter_end"
 
 
 KINDS: Final = frozenset(v for k, v in vars(Ev).items() if k.isupper())

@@ -10,8 +10,15 @@ event channel `compare` uses:
   its worker_init_fn is wrapped in the same probe `compare` uses, tagged with the
   loader's id, so every worker names its loader and pid;
 * `iter_start` / `iter_first_batch` / `iter_end`: each `iter(loader)` (an epoch),
-  its first batch and its end (exhausted, with the batch count). An iterator
-  replaced before its end was abandoned: the parent tells so from the stamps.
+  its first batch and its end, with the batch count. An epoch ends `exhausted` (its
+  StopIteration) or `left`: the loop stopped taking batches and started the loader's
+  next iterator, or the program ended normally, first (Lightning never lets an
+  iterator raise StopIteration; a hand-written loop may `break`). A left epoch ends
+  at its last batch. An iterator with no batch, or open when the program died, is
+  abandoned (cut): the parent tells so from the stamps.
+* `loader_rebuilt`: a DataLoader a framework (Lightning, the HF Trainer, accelerate)
+  built from the user's loader (the same Dataset object): it takes that loader's id,
+  so its epochs and workers are the user's loader's, named by the user's site.
 
 The cost is one wrapper call per batch in the main process; workers only run the
 init probe once. Nothing the hook records may break the program it watches: every
@@ -24,6 +31,7 @@ rank counts from 1); the parent names them L1, L2... in the order they were buil
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import importlib.abc
@@ -33,6 +41,8 @@ import itertools
 import multiprocessing
 import os
 import sys
+import time
+import weakref
 from typing import Any
 
 from loaderprof.inside import events
@@ -45,6 +55,32 @@ _ids = itertools.count(1)
 _patched: set[type] = set()
 # Frames from these directories are not the user's construction site.
 _SKIP = (os.path.dirname(os.path.abspath(__file__)), f"{os.sep}torch{os.sep}")
+# Frameworks that rebuild the user's DataLoader (or build one for the user's Dataset):
+# their frames are not the user's site either.
+_FRAMEWORKS = tuple(
+    f"{os.sep}{name}{os.sep}"
+    for name in ("lightning", "lightning_fabric", "pytorch_lightning", "transformers", "accelerate")
+)
+# The user's last loader of each Dataset object (by id, checked through the weak
+# reference): the one a framework's rebuild of that Dataset's loader comes from.
+_by_dataset: dict[int, weakref.ref[Any]] = {}
+
+
+class _Epoch:
+    """An iterator's count: its batches (None once its end is recorded) and the stamp
+    of its last one. Kept apart from the iterator, whose queues and workers must go
+    when it does."""
+
+    __slots__ = ("batches", "last")
+
+    def __init__(self) -> None:
+        self.batches: int | None = 0
+        self.last = 0
+
+
+# Each loader id's latest epoch: the loader's next iter(), or the program's normal end,
+# closes it as `left` when it did not end.
+_open: dict[str, _Epoch] = {}
 
 
 _warned = False
@@ -158,16 +194,22 @@ class _Loader(importlib.abc.Loader):
         _patch(module, self.path)
 
 
-def _site() -> str:
+def _site() -> tuple[str, bool]:
+    """The first frame outside torch, loaderprof and the frameworks, and whether a
+    framework's frame came before it (the framework built this loader)."""
     frame = sys._getframe(2)
+    framework = False
     while frame is not None:
         name = frame.f_code.co_filename
         if not any(s in name for s in _SKIP) and not name.startswith("<frozen"):
-            # Relative to the command's directory where it lies inside it.
-            rel = os.path.relpath(name) if not os.path.relpath(name).startswith("..") else name
-            return f"{rel}:{frame.f_lineno}"
+            if any(f in name for f in _FRAMEWORKS):
+                framework = True
+            else:
+                # Relative to the command's directory where it lies inside it.
+                rel = os.path.relpath(name)
+                return f"{name if rel.startswith('..') else rel}:{frame.f_lineno}", framework
         frame = frame.f_back  # type: ignore[assignment]
-    return "?"
+    return "?", framework
 
 
 def _describe(loader: Any) -> dict[str, Any]:
@@ -210,6 +252,7 @@ def _patch(module: Any, path: str) -> None:
     if loader_cls in _patched:
         return
     _patched.add(loader_cls)
+    atexit.register(_at_exit, path, os.getpid())
     _wrap_init(loader_cls, path)
     _patch_iter(loader_cls, path)
     try:
@@ -252,17 +295,33 @@ def _wrap_init(cls: type, path: str) -> None:
     setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
 
 
+def _origin(loader: Any) -> str | None:
+    """The id of the followed loader of the same Dataset object, if one is alive."""
+    ref = _by_dataset.get(id(loader.dataset))
+    other = ref() if ref is not None else None
+    if other is None or other.dataset is not loader.dataset:
+        return None
+    return other.__dict__.get("_lp_id")
+
+
 def _register(loader: Any, path: str) -> None:
-    lid = f"{os.getpid()}.{next(_ids)}"
     rank = os.environ.get("RANK")
     described = _describe(loader)
+    site, framework = _site()
+    origin = _origin(loader) if framework else None
+    lid = origin or f"{os.getpid()}.{next(_ids)}"
     # Named only once described: a loader the hook could not describe is not followed.
     object.__setattr__(loader, "_lp_id", lid)
+    if not framework:
+        # Only the user's own loader is an origin: a framework that builds a loader of
+        # its own each evaluation (the HF Trainer) builds several, each named apart.
+        with contextlib.suppress(TypeError):
+            _by_dataset[id(loader.dataset)] = weakref.ref(loader)
     _emit(
         path,
-        Ev.LOADER_CREATED,
+        Ev.LOADER_REBUILT if origin else Ev.LOADER_CREATED,
         loader=lid,
-        site=_site(),
+        site=site,
         rank=int(rank) if rank and rank.isdigit() else None,
         **described,
     )
@@ -308,7 +367,8 @@ def _patch_iter(cls: type, path: str) -> None:
                     _state(path, Ev.MAIN_STATE, self.dataset, loader=lid)
             except Exception as exc:
                 _warn_once(exc, "a Dataset state record was lost")
-            _emit(path, Ev.ITER_START, loader=lid)
+            _leave(path, lid)
+            _emit(path, Ev.ITER_START, loader=lid, planned=_planned(self))
         try:
             it = original(self)
         finally:
@@ -317,7 +377,7 @@ def _patch_iter(cls: type, path: str) -> None:
         state = getattr(it, "__dict__", None)
         if outer and state is not None:
             state["_lp_loader"] = lid
-            state["_lp_batches"] = 0
+            state["_lp_epoch"] = _open[lid] = _Epoch()
             try:
                 _patch_next(type(it), path)
             except Exception as exc:  # an iterator class that cannot be patched
@@ -342,22 +402,55 @@ def _patch_next(cls: type, path: str) -> None:
     def __next__(self: Any) -> Any:
         state = self.__dict__
         lid = state.get("_lp_loader")
+        rec = state.get("_lp_epoch")
         if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
             return original(self)
         state["_lp_in_next"] = True
         try:
             batch = original(self)
         except StopIteration:
-            if lid is not None and state.get("_lp_batches") is not None:
-                _emit(path, Ev.ITER_END, loader=lid, batches=state["_lp_batches"])
-                state["_lp_batches"] = None
+            if lid is not None and rec is not None and rec.batches is not None:
+                _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="exhausted")
+                rec.batches = None
             raise
         finally:
             state["_lp_in_next"] = False
-        if lid is not None and state.get("_lp_batches") is not None:
-            state["_lp_batches"] += 1
-            if state["_lp_batches"] == 1:
+        if lid is not None and rec is not None and rec.batches is not None:
+            rec.batches += 1
+            rec.last = time.monotonic_ns()
+            if rec.batches == 1:
                 _emit(path, Ev.ITER_FIRST_BATCH, loader=lid)
         return batch
 
     setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)
+
+
+def _planned(loader: Any) -> int | None:
+    """The batches the epoch would serve to its StopIteration, where the loader knows."""
+    try:
+        return len(loader)
+    except Exception:
+        return None
+
+
+def _leave(path: str, lid: str) -> None:
+    """Close `lid`'s previous epoch as left, at its last batch, when the loop stopped
+    taking its batches without a StopIteration (one without a batch stays abandoned)."""
+    rec = _open.pop(lid, None)
+    if rec is None or not rec.batches:
+        return
+    _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="left", t=rec.last)
+    rec.batches = None
+
+
+def _at_exit(path: str, pid: int) -> None:
+    """A normal end closes each loader's last epoch as left; one open when an uncaught
+    exception ended the program (Ctrl-C included) stays abandoned: it was cut."""
+    died = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
+    if os.getpid() != pid or died is not None:
+        return
+    for lid in list(_open):
+        try:
+            _leave(path, lid)
+        except Exception as exc:
+            _warn_once(exc)

@@ -24,15 +24,31 @@ class WatchedEpoch:
     index: int
     start_s: float
     first_batch_s: float | None
-    # None: the iterator was abandoned (replaced, or the command ended) before its end.
+    # None: the epoch was cut: its iterator was replaced before its first batch, or the
+    # command died (a signal, an uncaught exception) inside it.
     end_s: float | None
     batches: int | None
     worker_pids: tuple[int, ...]
     new_worker_pids: tuple[int, ...]
+    # "exhausted": its StopIteration; "left": the loop stopped taking batches and
+    # started the loader's next iterator (or the program ended normally) first, as
+    # frameworks and a `break` do; it ends at its last batch. None: cut.
+    ended: str | None = None
+    # len(loader) at its iter(), where the loader knows: the batches to its StopIteration.
+    planned_batches: int | None = None
 
     @property
     def wall_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.start_s
+
+    @property
+    def short(self) -> bool:
+        """Left before all its planned batches (a `break`, a framework's batch limit)."""
+        return (
+            self.ended == "left"
+            and self.planned_batches is not None
+            and (self.batches or 0) < self.planned_batches
+        )
 
 
 @dataclass(frozen=True)

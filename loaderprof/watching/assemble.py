@@ -1,8 +1,9 @@
 """Pure: a watched run's events and samples -> its loaders, epochs, workers, pools.
 
-See NOTE [watch hook]. Each loader is told apart by the id the hook gave it; an epoch is
-one `iter_start` of that loader up to the next; a worker belongs to the loader its
-init probe names, and to the epochs it was alive in.
+See NOTE [watch hook]. Each loader is told apart by the id the hook gave it (a framework's
+rebuild of a loader keeps its id); an epoch is one `iter_start` of that loader up to its
+`iter_end` (exhausted, or left at its last batch) or the next `iter_start`; a worker
+belongs to the loader its init probe names, and to the epochs it was alive in.
 """
 
 from __future__ import annotations
@@ -158,7 +159,8 @@ def _with_reading(
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
-    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
+    opened = [ev for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
+    starts = [ev["t"] for ev in opened]
     firsts = [ev["t"] for ev in evs[Ev.ITER_FIRST_BATCH] if ev.get("loader") == lid]
     ends = [ev for ev in evs[Ev.ITER_END] if ev.get("loader") == lid]
     out = []
@@ -167,7 +169,14 @@ def _epochs(
         first = next((t for t in firsts if start <= t < stop), None)
         end = next((ev for ev in ends if start <= ev["t"] < stop), None)
         lo, hi = (start - t0) / NS, ((end["t"] if end else min(stop, t_end)) - t0) / NS
-        alive = [w for w in workers if w.init_s <= hi and (w.exited_s is None or w.exited_s >= lo)]
+        # A pool the loop left alive (a framework's non-persistent iterator) ends once the
+        # next iterator replaces it, before that one's first batch: it served no batch.
+        served_from = lo if first is None else (first - t0) / NS
+        alive = [
+            w
+            for w in workers
+            if w.init_s <= hi and (w.exited_s is None or w.exited_s >= served_from)
+        ]
         out.append(
             WatchedEpoch(
                 index=i + 1,
@@ -179,9 +188,22 @@ def _epochs(
                 # Told by the init probe's exact stamp (a process start read from /proc
                 # is rounded down to 10 ms, and can fall before the iter() that made it).
                 new_worker_pids=tuple(sorted(w.pid for w in alive if w.init_s >= lo)),
+                # Before the hook told how an epoch ended, only StopIteration ended one.
+                ended=None if end is None else str(end.get("ended", "exhausted")),
+                planned_batches=opened[i].get("planned"),
             )
         )
     return tuple(out)
+
+
+def _settings(evs: Events, created: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the loader ran with: its last rebuild's settings (a framework may change
+    them), the site and the process it was built in kept from the user's own."""
+    rebuilt = [ev for ev in evs.get(Ev.LOADER_REBUILT, []) if ev.get("loader") == created["loader"]]
+    if not rebuilt:
+        return created
+    keep = ("site", "pid", "rank", "t", "loader")
+    return {**rebuilt[-1], **{k: created.get(k) for k in keep}}
 
 
 def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
@@ -249,7 +271,8 @@ def loaders(
 ) -> tuple[WatchedLoader, ...]:
     walks = deep_ticks(samples)
     out = []
-    for ev in evs[Ev.LOADER_CREATED]:
+    for created in evs[Ev.LOADER_CREATED]:
+        ev = _settings(evs, created)
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)

@@ -25,7 +25,7 @@ from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
 from loaderprof.model.units import fmt_bytes, listing, noun, plural
-from loaderprof.model.watch import PoolSpan, WatchedLoader
+from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
 # wait (worker start-up included) is at least this share of an epoch.
@@ -117,13 +117,14 @@ def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
 
 
 def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]) -> list[Finding]:
-    """A persistent pool alive and idle while another loader's epoch runs."""
+    """A pool alive and idle while another loader's epoch runs: a persistent one between
+    its epochs, or a non-persistent one whose iterator the loop left without ending it
+    (Lightning's validation pool, alive through the next training epoch)."""
     by_id = {ld.id: ld for ld in loaders}
-    out = []
+    # Per loader, not per pool: a non-persistent loader starts a pool every epoch.
+    found: dict[str, tuple[int, list[tuple[str, WatchedEpoch]]]] = {}
     for pool in pools:
         owner = by_id[pool.loader]
-        if not owner.persistent_workers:
-            continue
         overlaps = [
             (other.id, e)
             for other in loaders
@@ -135,29 +136,39 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
             and e.end_s < pool.end_s
             and not any(o.start_s <= e.start_s <= (o.end_s or o.start_s) for o in owner.epochs)
         ]
-        if not overlaps:
-            continue
+        if overlaps:
+            workers, seen = found.get(owner.id, (0, []))
+            found[owner.id] = (max(workers, pool.workers), seen + overlaps)
+    out = []
+    for lid, (workers, overlaps) in found.items():
+        owner = by_id[lid]
         held = owner.idle_workers_uss_bytes
         others = sorted({i for i, _ in overlaps})
         memory = f", holding {fmt_bytes(held)} USS between its epochs" if held else ""
+        kind = "persistent worker" if owner.persistent_workers else "non-persistent worker"
         out.append(
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"loader {owner.id}'s {plural(pool.workers, 'persistent worker')} stay "
+                title=f"loader {owner.id}'s {plural(workers, kind)} stay "
                 f"alive and idle while {noun(len(others), 'loader')} {listing(others)} "
                 f"{'runs' if len(others) == 1 else 'run'} "
                 f"({plural(len(overlaps), 'epoch')}){memory}",
                 evidence={
                     "loader": owner.id,
                     "site": owner.site,
-                    "workers": pool.workers,
+                    "workers": workers,
                     "while": others,
                     "epochs_overlapped": len(overlaps),
                     "idle_workers_uss_bytes": held,
+                    "persistent_workers": owner.persistent_workers,
                 },
                 fix="expected for a train pool during validation; if memory is tight, "
-                "give the validation loader fewer workers or persistent_workers=False",
+                "give the validation loader fewer workers or persistent_workers=False"
+                if owner.persistent_workers
+                else "its iterator was left alive, not exhausted (a framework's loop, a "
+                "`break`): its workers end only when the iterator is dropped; if memory is "
+                "tight, give this loader fewer workers",
             )
         )
     return out

@@ -1,0 +1,53 @@
+"""See NOTE [watch hook]. Epochs a loop left, and loaders a framework rebuilt, from events."""
+
+from __future__ import annotations
+
+from test_watch_pipeline import S, _epoch, _ev, _loader
+
+from loaderprof.watching.assemble import by_kind, loaders, pools
+from loaderprof.watching.findings import find
+
+
+def test_a_rebuilt_loader_is_the_users_loader_with_the_settings_it_ran_with() -> None:
+    user = _loader("100.1", 0.1, "train.py:12", False)
+    rebuilt = {**_loader("100.1", 0.2, "train.py:40", True), "ev": "loader_rebuilt"}
+    evs = [user, rebuilt, *_epoch("100.1", 1.0, 0.1, 0.5, (201, 202))]
+    (found,) = loaders(by_kind(evs), [], {}, 0, int(3 * S))
+    assert found.id == "L1" and found.site == "train.py:12"
+    assert found.persistent_workers and len(found.epochs) == 1
+    assert [w.pid for w in found.workers] == [201, 202]
+
+
+def test_an_epoch_left_early_ends_at_its_last_batch_and_says_it_was_short() -> None:
+    evs = [_loader("L1", 0.1, "t.py:3", True)]
+    for start, batches, ended in ((1.0, 5, "left"), (2.0, 8, "left"), (3.0, 8, "exhausted")):
+        evs += [
+            _ev("iter_start", start, loader="L1", planned=8),
+            _ev("iter_first_batch", start + 0.1, loader="L1"),
+            _ev("iter_end", start + 0.4, loader="L1", batches=batches, ended=ended),
+        ]
+    # A last iter() the program died in: cut, told apart from the left ones.
+    evs.append(_ev("iter_start", 4.0, loader="L1", planned=8))
+    (found,) = loaders(by_kind(evs), [], {}, 0, int(5 * S))
+    assert [e.ended for e in found.epochs] == ["left", "left", "exhausted", None]
+    assert [e.short for e in found.epochs] == [True, False, False, False]
+    assert [e.wall_s is not None for e in found.epochs] == [True, True, True, False]
+    assert found.epochs[0].wall_s is not None and abs(found.epochs[0].wall_s - 0.4) < 1e-9
+
+
+def test_a_non_persistent_pool_left_alive_beside_another_loader_is_an_idle_pool() -> None:
+    # L1 (validation, not persistent): its iterator is left, its pool lives on through
+    # L2's epoch, and ends when L1's next iter() replaces it.
+    val = [e for e in _epoch("L1", 1.0, 0.1, 0.3, (201, 202)) if e["ev"] != "worker_exit"]
+    evs = [_loader("L1", 0.1, "dm.py:9", False), _loader("L2", 0.2, "dm.py:5", True), *val]
+    evs += _epoch("L2", 2.0, 0.1, 1.0, (301, 302))
+    evs += [_ev("worker_exit", 4.01, pid=p) for p in (201, 202)]
+    evs += _epoch("L1", 4.0, 0.1, 0.3, (203, 204))
+    found = loaders(by_kind(evs), [], {}, 0, int(6 * S))
+    # The left pool served no batch of the epoch that replaced it: fresh workers each.
+    assert found[0].workers_reused is False
+    (idle,) = [f for f in find(found, pools(found, 6.0), ()) if f.id == "idle-pools"]
+    assert idle.title.startswith(
+        "loader L1's 2 non-persistent workers stay alive and idle while loader L2 runs"
+    )
+    assert idle.evidence["persistent_workers"] is False and "iterator" in idle.fix
