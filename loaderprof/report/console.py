@@ -109,45 +109,53 @@ def epochs_table(report: Report) -> Table:
     return t
 
 
-def workers_table(report: Report) -> Table:
-    t = titled("Worker processes (times from trial start)")
-    for col in (
-        "arm",
-        "pid",
-        "id",
-        "epoch",
-        "start→ready",
-        "first batch",
-        "exit",
-        "batches",
-        "USS at 1st batch",
-        "USS",
-        "PSS",
-        "RSS",
-    ):
-        t.add_column(col, justify="left" if col == "arm" else "right")
+def _trial_label(arm: str, trial: Any) -> str:
+    """p1, np2: the arm and its trial; 'm' a memory trial, 'w' a warm-up (NOTE [timing
+    and memory trials]), so a memory trial and timing trial 1 do not read alike."""
+    kind = "w" if trial.warmup else ("m" if trial.role == "memory" else "")
+    return f"{'p' if arm == 'persistent' else 'np'}{trial.index + 1}{kind}"
+
+
+def workers_table(report: Report) -> RenderableType:
+    """Two tables that fit 80 columns: each worker's times, then its memory, in the
+    same rows (NOTE [one screen]: no PID or unit cut)."""
+    times = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    memory = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    heads = ("trial", "pid", "id")
+    for col in (*heads, "epoch", "start→ready", "first batch", "exit", "batches"):
+        times.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
+    for col in (*heads, "USS at 1st batch", "peak USS", "peak PSS", "peak RSS"):
+        memory.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
     for name in ("persistent", "non_persistent"):
         for trial in report.arms[name].trials:
             for w in trial.workers:
-                t.add_row(
-                    f"{'p' if name == 'persistent' else 'np'}{trial.index + 1}",
-                    str(w.pid),
-                    str(w.worker_id),
+                who = (_trial_label(name, trial), str(w.pid), str(w.worker_id))
+                times.add_row(
+                    *who,
                     str(w.first_epoch or "–"),
                     fmt_seconds(w.startup_s),
                     fmt_seconds(w.first_batch_s),
                     fmt_seconds(w.exited_s),
                     str(w.batches),
+                )
+                memory.add_row(
+                    *who,
                     fmt_bytes(w.first_batch_uss_bytes),
                     fmt_bytes(w.peak_uss_bytes),
                     fmt_bytes(w.peak_pss_bytes),
                     fmt_bytes(w.peak_rss_bytes),
                 )
-    t.caption = (
-        "arm p/np + trial number · USS at 1st batch: what starting cost the worker (a "
-        "one-time copy), before reading adds anything · peaks over the worker's life"
+    memory.caption = (
+        "trial: p/np + number, m: memory trial (epochs not timed), w: warm-up · USS at "
+        "1st batch: what starting cost the worker (a one-time copy), before reading "
+        "adds anything · peaks over the worker's life"
     )
-    return t
+    return Group(
+        Text("Worker processes: times (from trial start)"),
+        times,
+        Text("Worker processes: memory"),
+        memory,
+    )
 
 
 def verdict_panel(report: Report) -> RenderableType:
@@ -297,7 +305,7 @@ def brief_summary_table(report: Report) -> Table:
             NOT_MEASURED if row.kind in _TIMED and arm in unmeasured else cell(stat, k)
             for arm, stat in zip(ARM_SHORT, row.stats, strict=True)
         ]
-        if all(c == NOT_MEASURED for c in cells):
+        if all(c in (NOT_MEASURED, "–") for c in cells):
             unit = ""  # no figure to read in it
         t.add_row(row.label, unit, *cells, _compared(row, k), style=row.emphasis or None)
     more = "-v: n, epochs, RSS, main process"
