@@ -343,22 +343,30 @@ def print_report(report: Report, console: Console, *, verbose: bool = False) -> 
 _GATE_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
 
 
-def gates_table(report: Report) -> Table:
-    t = titled(f"Gates: {(report.gate_status or '').upper()}")
-    t.add_column("result")
-    t.add_column("gate", overflow="fold")
-    t.add_column("value [95 % CI]", justify="right")
-    t.add_column("limit", justify="right")
+def _gate_name(g: Any) -> str:
+    """The metric, broken after its arm's prefix so a narrow column wraps there and
+    never mid-word; the limit has its own column."""
+    head, dot, name = g.metric.partition(".")
+    return f"{head}.\n  {name}" if dot and name else g.metric
+
+
+def gates_table(report: Report) -> RenderableType:
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("result", no_wrap=True)
+    t.add_column("gate (metric)", no_wrap=True)
+    t.add_column("value [95 % CI]", justify="right", no_wrap=True)
+    t.add_column("limit", justify="right", no_wrap=True)
     from loaderprof.analysis.gates import format_result
 
     for g in report.gates:
         shown, limit = format_result(g)
-        t.add_row(Text(g.status, style=_GATE_STYLE[g.status]), g.gate, shown, limit)
+        t.add_row(Text(g.status, style=_GATE_STYLE[g.status]), _gate_name(g), shown, limit)
     t.caption = (
         "fail: the whole interval is past the limit · inconclusive: the median is past "
         "it but the interval straddles it (fails only with --strict)"
     )
-    return t
+    t.caption_justify = "left"
+    return Group(Text(f"Gates: {(report.gate_status or '').upper()}"), t)
 
 
 def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> RenderableType:
