@@ -344,23 +344,28 @@ _GATE_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "s
 
 
 def _gate_name(g: Any) -> str:
-    """The metric, broken after its arm's prefix so a narrow column wraps there and
-    never mid-word; the limit has its own column."""
-    head, dot, name = g.metric.partition(".")
-    return f"{head}.\n  {name}" if dot and name else g.metric
+    """The gate as written, broken after its arm's prefix so a narrow column wraps
+    there and never mid-word."""
+    head, dot, rest = g.gate.partition(".")
+    return f"{head}.\n  {rest}" if dot and ":" not in head else g.gate
 
 
 def gates_table(report: Report) -> RenderableType:
-    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    t.add_column("result", no_wrap=True)
-    t.add_column("gate (metric)", no_wrap=True)
-    t.add_column("value [95 % CI]", justify="right", no_wrap=True)
-    t.add_column("limit", justify="right", no_wrap=True)
+    """The gates as written (their limits in them), so the table fits 80 columns; a
+    relative gate's limit is spelled out (× baseline) in a column of its own."""
     from loaderprof.analysis.gates import format_result
 
+    relative = any(g.mode == "rel" for g in report.gates)
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("result", no_wrap=True)
+    t.add_column("gate", no_wrap=True)
+    t.add_column("value [95 % CI]", justify="right", no_wrap=True)
+    if relative:
+        t.add_column("limit", justify="right", no_wrap=True)
     for g in report.gates:
         shown, limit = format_result(g)
-        t.add_row(Text(g.status, style=_GATE_STYLE[g.status]), _gate_name(g), shown, limit)
+        cells = [Text(g.status, style=_GATE_STYLE[g.status]), _gate_name(g), shown]
+        t.add_row(*cells, *([limit if g.mode == "rel" else ""] if relative else []))
     t.caption = (
         "fail: the whole interval is past the limit · inconclusive: the median is past "
         "it but the interval straddles it (fails only with --strict)"
