@@ -364,7 +364,11 @@ def gates_table(report: Report) -> RenderableType:
         t.add_column("limit", justify="right", no_wrap=True)
     for g in report.gates:
         shown, limit = format_result(g)
-        cells = [Text(g.status, style=_GATE_STYLE[g.status]), _gate_name(g), shown]
+        cells: list[Text | str] = [
+            Text(g.status, style=_GATE_STYLE[g.status]),
+            _gate_name(g),
+            shown,
+        ]
         t.add_row(*cells, *([limit if g.mode == "rel" else ""] if relative else []))
     t.caption = (
         "fail: the whole interval is past the limit · inconclusive: the median is past "
