@@ -43,13 +43,22 @@ def _title(report: Report) -> str:
     return f"{report.config['dataset']} · {loader_text(report)} · {plan_text(report)}"
 
 
+def _stacked(text: str) -> str:
+    """'329.0 ms ±9.6 ms (2)' as the median over its spread, '0.87 [0.65–1.17]' as the
+    ratio over its interval: two lines that fit 80 columns, never a unit apart from
+    its figure."""
+    for mark in (" ±", " ["):
+        text = text.replace(mark, "\n" + mark[1:], 1)
+    return text
+
+
 def summary_table(report: Report) -> Table:
     """One column per arm, one row per figure, and the comparison beside them."""
     t = titled(_title(report))
     t.add_column("")
-    t.add_column(ARM_LABEL["persistent"], justify="right")
-    t.add_column(ARM_LABEL["non_persistent"], justify="right")
-    t.add_column("ratio or Δ", justify="right", style="italic")
+    t.add_column(ARM_LABEL["persistent"], justify="right", no_wrap=True)
+    t.add_column(ARM_LABEL["non_persistent"], justify="right", no_wrap=True)
+    t.add_column("ratio or Δ", justify="right", style="italic", no_wrap=True)
     unmeasured = unmeasured_arms(report)
     for row in summary_rows(report):
         if row.section:
@@ -61,7 +70,12 @@ def summary_table(report: Report) -> Table:
                 ("non_persistent", row.non_persistent),
             )
         ]
-        t.add_row(row.label, *cells, row.compared, style=row.emphasis or None)
+        t.add_row(
+            row.label,
+            *map(_stacked, cells),
+            _stacked(row.compared),
+            style=row.emphasis or None,
+        )
     t.caption = caption(report)
     return t
 
