@@ -132,7 +132,7 @@ def _trial_label(arm: str, trial: Any) -> str:
 
 def workers_table(report: Report) -> RenderableType:
     """Two tables that fit 80 columns: each worker's times, then its memory, in the
-    same rows (NOTE [one screen]: no PID or unit cut)."""
+    same rows, no PID or unit cut (see NOTE [one screen])."""
     times = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     memory = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     heads = ("trial", "pid", "id")
