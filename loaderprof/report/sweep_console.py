@@ -103,8 +103,8 @@ def _basis(report: Any) -> str | None:
     measured = sweep_counts(report)[0]
     if not _uneven(report) or not measured:
         return sweep_basis(report)
-    shown = plural(measured, "configuration")
-    return f"based on the {shown} measured, some short of the plan: rerun for the full plan"
+    total = plural(len(report.points), "configuration")
+    return f"based on what ran ({measured} of {total} measured): rerun for the full plan"
 
 
 def _sweep_tail(report: Any) -> list[RenderableType]:

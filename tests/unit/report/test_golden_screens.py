@@ -70,3 +70,20 @@ def test_a_row_without_a_figure_shows_no_unit() -> None:
     report = build_report(RunConfig(dataset="a:B", epochs=3, trials=1), list(trials), imported={})
     (row,) = [ln for ln in _text(brief_summary_table(report), 80).splitlines() if "idle" in ln]
     assert row.split()[4:] == ["–", "–"], row
+
+
+def test_a_sweep_stopped_in_a_first_trial_says_plainly_what_ran() -> None:
+    import loaderprof
+    from fakes import FakeRunner
+    from loaderprof.report.sweep_console import sweep_table
+
+    runner = FakeRunner(
+        fail={("workers=2 non-persistent", 0)}, interrupt={("workers=2 persistent", 1)}
+    )
+    sweep = loaderprof.sweep(
+        "loaderprof.examples:CheapDataset", epochs=3, trials=2, num_workers="0,2", runner=runner
+    )
+    text = " ".join(_text(sweep_table(sweep), 80).split())
+    assert "stopped by a failure: 2 configurations ran 1 of 2 planned trials, 1 ran none" in text
+    assert "based on what ran (2 of 3 configurations measured)" in text
+    assert "0–1" not in text and "◆ workers=0" in text
