@@ -160,8 +160,7 @@ class RunOptions:
     )
     loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--loader-arg",
-        help="Keyword argument for the --loader class key=value (a Python literal, else a "
-        "string); repeatable.",
+        help="--loader keyword argument key=value; repeatable.",
         metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
@@ -184,19 +183,19 @@ class RunOptions:
     )
     val_batch_size: int | None = opt(
         "--val-batch-size",
-        help="Validation batch size (default: the train loader's).",
+        help="Validation batch size (default: train's).",
         metavar="N",
         panel=LOADER,
     )
     val_num_workers: int | None = opt(
         "--val-num-workers",
-        help="Validation loader workers (default: the train loader's).",
+        help="Validation workers (default: train's).",
         metavar="N",
         panel=LOADER,
     )
     step_ms: float | None = opt(
         "--step-ms",
-        help="Simulated training step per batch in the main process, ms (default: 0).",
+        help="Simulated training step per batch, ms (default: 0).",
         metavar="MS",
         panel=LOADER,
     )
@@ -216,8 +215,7 @@ class RunOptions:
     )
     sample_interval: float | None = opt(
         "--sample-interval",
-        help="Memory sampling interval in ms (default: 50); 0 turns a compare's sampling "
-        "off (watch needs ≥ 5).",
+        help="Memory sampling interval, ms (default: 50; 0: off, compare only).",
         metavar="MS",
         panel=MEASUREMENT,
     )
@@ -251,7 +249,7 @@ class RunOptions:
     )
     max_trials: int | None = opt(
         "--max-trials",
-        help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
+        help="Most trials per arm for --trials auto (default: 6).",
         metavar="N",
         panel=MEASUREMENT,
     )
@@ -263,13 +261,13 @@ class RunOptions:
     )
     warmup_trials: int | None = opt(
         "--warmup-trials",
-        help="Trials per arm run first and left out of the statistics (default: 0).",
+        help="Trials per arm run first, not counted (default: 0).",
         metavar="N",
         panel=MEASUREMENT,
     )
     seed: int | None = opt(
         "--seed",
-        help="Seed for order, shuffling, bootstrap (default: 0).",
+        help="Seed for order, shuffle, bootstrap (default: 0).",
         metavar="N",
         panel=MEASUREMENT,
     )
@@ -292,7 +290,7 @@ class RunOptions:
     )
     epoch_samples: int | None = opt(
         "--epoch-samples",
-        help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
+        help="Samples per full epoch of an IterableDataset without len().",
         metavar="N",
         panel=MEASUREMENT,
     )
@@ -408,13 +406,10 @@ class OutputOptions:
     junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
     html: Path | None = opt(
         "--html",
-        help="Write one self-contained HTML page (summary, verdict, findings, figure, "
-        "per-epoch detail) for a CI artifact.",
+        help="Write one self-contained HTML page (a CI artifact).",
         panel=OUTPUTS,
     )
-    plot: Path | None = opt(
-        "--plot", help="Draw memory and worker lifelines (PNG or SVG, by suffix).", panel=OUTPUTS
-    )
+    plot: Path | None = opt("--plot", help="Draw memory and lifelines (PNG or SVG).", panel=OUTPUTS)
     trace: Path | None = opt(
         "--trace", help="Write a Chrome trace (open in ui.perfetto.dev).", panel=OUTPUTS
     )
