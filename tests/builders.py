@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.results import Finding
+from loaderprof.model.results import (
+    DistributedSummary,
+    Finding,
+    NodeArmTotals,
+    NodeSummary,
+    RankArmSummary,
+    RankSummary,
+    SlowestRank,
+)
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 from loaderprof.model.units import MiB
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchReport
 
-__all__ = ["MiB", "make_pair", "make_trial", "watch_report"]
+__all__ = ["MiB", "distributed_summary", "make_pair", "make_trial", "watch_report"]
 
 
 def make_trial(
@@ -116,3 +124,24 @@ def watch_report(*, long_names: bool = True) -> WatchReport:
         findings=(finding,),
         sampler_duty_cycle=0.012,
     )
+
+
+def distributed_summary() -> DistributedSummary:
+    """Four ranks on two nodes with long host names, one arm's idle memory unmeasured."""
+    p = RankArmSummary(0.1234, 0.0123, 1234 * MiB, 4321 * MiB, 2468 * MiB, (1, 2, 3, 4))
+    n = RankArmSummary(0.3456, 0.2345, 1234 * MiB, 4321 * MiB, 0, (5, 6, 7, 8))
+    host = "gpu-node-with-a-long-hostname-{}.cluster.example.org".format
+    ranks = tuple(
+        RankSummary(r, host(r // 2), {"persistent": p, "non_persistent": n}) for r in range(4)
+    )
+    slowest = tuple(
+        SlowestRank(arm, e, e % 4, 0.4 + e / 10)
+        for arm in ("persistent", "non_persistent")
+        for e in range(1, 6)
+    )
+    totals = {
+        "persistent": NodeArmTotals(8, 8642 * MiB, 4936 * MiB),
+        "non_persistent": NodeArmTotals(8, 8642 * MiB, None),
+    }
+    nodes = tuple(NodeSummary(host(h), (2 * h, 2 * h + 1), totals) for h in range(2))
+    return DistributedSummary(4, ranks, slowest, nodes)

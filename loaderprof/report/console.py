@@ -466,12 +466,24 @@ def lifelines_table(report: Report) -> Table:
     return t
 
 
+def _plain(columns: Sequence[str], text: Sequence[str]) -> Table:
+    """A borderless table that fits 80 columns: the `text` columns fold (a long host
+    name), the figures never wrap (NOTE [one screen])."""
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in columns:
+        if col in text:
+            t.add_column(col, overflow="fold")
+        else:
+            t.add_column(col, justify="right", no_wrap=True)
+    return t
+
+
 def distributed_tables(report: Report) -> list[RenderableType]:
     d = report.distributed
     if d is None:
         return []
-    ranks = ("rank", "host", "steady p", "steady np", "first batch p", "peak USS / worker p")
-    t = titled(f"Ranks ({d.world_size})", (*ranks, "workers"), text=("host",))
+    ranks = ("rank", "host", "steady\np", "steady\nnp", "first\nbatch p", "peak USS\n/ worker p")
+    t = _plain((*ranks, "workers"), text=("host",))
     for r in d.ranks:
         p, n = r.arms.get("persistent"), r.arms.get("non_persistent")
         t.add_row(
@@ -483,28 +495,33 @@ def distributed_tables(report: Report) -> list[RenderableType]:
             fmt_bytes(p.peak_worker_uss_bytes) if p else "–",
             str(len(p.worker_pids) + (len(n.worker_pids) if n else 0)) if p else "–",
         )
-    slow = titled("Slowest rank per epoch (the one the job waits for)")
-    slow.add_column("arm")
-    for e in sorted({s.epoch for s in d.slowest}):
-        slow.add_column(f"epoch {e}", justify="right")
+    epochs = sorted({s.epoch for s in d.slowest})
+    slow = _plain(("arm", *(f"epoch {e}" for e in epochs)), text=("arm",))
     for arm in ("persistent", "non_persistent"):
         cells = {
-            s.epoch: f"rank {s.rank} ({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
+            s.epoch: f"rank {s.rank}\n({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
         }
-        slow.add_row(ARM_LABEL[arm], *[cells.get(e, "–") for e in sorted(cells)])
-    per_node = ("host", "ranks", "arm", "worker processes", "PSS total (all ranks)")
-    nodes = titled("Per node", (*per_node, "idle worker USS held"), text=("host", "arm"))
+        slow.add_row(ARM_SHORT[arm], *[cells.get(e, "–") for e in epochs])
+    per_node = ("host", "ranks", "arm", "worker\nprocesses", "PSS total\n(all ranks)")
+    nodes = _plain((*per_node, "idle worker\nUSS held"), text=("host", "ranks", "arm"))
     for node in d.nodes:
         for arm, tot in node.arms.items():
             nodes.add_row(
                 node.host,
                 ",".join(map(str, node.ranks)),
-                ARM_LABEL[arm],
+                ARM_SHORT[arm],
                 str(tot.worker_processes),
                 fmt_bytes(tot.pss_total_bytes),
                 fmt_bytes(tot.idle_workers_uss_bytes),
             )
-    return [t, slow, nodes]
+    return [
+        Text(f"Ranks ({d.world_size}) · p: persistent, np: non-persistent"),
+        t,
+        Text("Slowest rank per epoch (the one the job waits for)"),
+        slow,
+        Text("Per node"),
+        nodes,
+    ]
 
 
 def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:

@@ -3,12 +3,13 @@ failures and long names, for the 80- and 120-column golden texts."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 
 import loaderprof
-from builders import watch_report
+from builders import distributed_summary, watch_report
 from fakes import FakeRunner
 from loaderprof.model.results import Report
 
@@ -45,13 +46,18 @@ def screens() -> Iterator[tuple[str, RenderableType]]:
     and report print compare's screens."""
     from loaderprof.analysis.capacity import project
     from loaderprof.commands.diff import diff_rows
-    from loaderprof.report.console import diff_table, plan_table, render
+    from loaderprof.report.console import diff_table, distributed_tables, plan_table, render
     from loaderprof.report.sweep_console import sweep_table
     from loaderprof.report.watch_console import render as watch_render
 
     report = failed_report()
     yield "compare", render(report)
-    yield "compare_gates", render(gated_report())
+    gated = gated_report()
+    yield "compare_gates", render(gated)
+    yield (
+        "compare_distributed",
+        Group(*distributed_tables(dataclasses.replace(gated, distributed=distributed_summary()))),
+    )
     yield "compare_verbose", render(report, verbose=True)
     sweep = loaderprof.sweep(
         DATASET,

@@ -39,7 +39,8 @@ def rendered() -> Iterator[dict[str, RenderableType]]:
         yield dict(screens())
 
 
-NAMES = ("compare", "compare_gates", "compare_verbose", "sweep", "sweep_verbose")
+NAMES = ("compare", "compare_gates", "compare_distributed", "compare_verbose", "sweep")
+NAMES += ("sweep_verbose",)
 NAMES += ("diff", "plan", "watch")
 
 
