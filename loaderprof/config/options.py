@@ -74,8 +74,10 @@ class RunOptions:
     config: Path | None = opt(
         "--config",
         "-c",
-        help="TOML config file (or a pyproject.toml with \\[tool.loaderprof]), used in place "
-        "of the project's own \\[tool.loaderprof]; flags override it.",
+        help=(
+            "TOML config (or a pyproject.toml), used instead of the project's "
+            "\\[tool.loaderprof]; flags override it."
+        ),
         metavar="FILE",
         panel=ESSENTIALS,
     )
@@ -126,8 +128,10 @@ class RunOptions:
     )
     in_order: bool | None = opt(
         "--in-order/--no-in-order",
-        help="Deliver batches in sampler order (torch ≥ 2.6; default: torch's, in order). "
-        "--no-in-order lets other workers' batches overtake a slow worker's.",
+        help=(
+            "Deliver batches in sampler order (torch ≥ 2.6; default: on); off lets batches "
+            "overtake a slow worker's."
+        ),
         panel=LOADER,
     )
     timeout: float | None = opt(
@@ -147,23 +151,26 @@ class RunOptions:
     )
     loader_class: str | None = opt(
         "--loader",
-        help="Your DataLoader class as module:attr (a subclass, torchdata's "
-        "StatefulDataLoader), built with the same keyword arguments (default: torch's).",
+        help=(
+            "Your DataLoader class as module:attr (e.g. StatefulDataLoader), built with the"
+            " same arguments."
+        ),
         metavar="M:CLS",
         panel=LOADER,
     )
     loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
         "--loader-arg",
-        help="Keyword argument for the --loader class key=value (a Python literal, else a "
-        "string); repeatable.",
+        help="--loader keyword argument key=value; repeatable.",
         metavar="K=V",
         panel=LOADER,
         cli_type=list[str] | None,
     )
     val: str | None = opt(
         "--val",
-        help="A validation Dataset as module:attr: each epoch is a train pass then a "
-        "validation pass on a second loader, persistent in the persistent arm too.",
+        help=(
+            "A validation Dataset as module:attr: each epoch is a train pass, then a "
+            "validation pass."
+        ),
         metavar="M:A",
         panel=LOADER,
     )
@@ -176,89 +183,91 @@ class RunOptions:
     )
     val_batch_size: int | None = opt(
         "--val-batch-size",
-        help="Validation batch size (default: the train loader's).",
+        help="Validation batch size (default: train's).",
         metavar="N",
         panel=LOADER,
     )
     val_num_workers: int | None = opt(
         "--val-num-workers",
-        help="Validation loader workers (default: the train loader's).",
+        help="Validation workers (default: train's).",
         metavar="N",
         panel=LOADER,
     )
     step_ms: float | None = opt(
         "--step-ms",
-        help="Simulated training step per batch in the main process, ms (default: 0).",
+        help="Simulated training step per batch, ms (default: 0).",
         metavar="MS",
         panel=LOADER,
     )
     set_epoch: bool | None = opt(
         "--set-epoch/--no-set-epoch",
-        help="Call set_epoch(epoch) (from 0) on the sampler and the Dataset before each epoch "
-        "where they define it, as training loops do (default: on).",
+        help=(
+            "Call set_epoch(epoch) on the sampler and Dataset before each epoch, as "
+            "training loops do (default: on)."
+        ),
         panel=LOADER,
     )
     epoch_hook: str | None = opt(
         "--epoch-hook",
-        help="Your per-epoch change as module:FN, called FN(loader, epoch) in the main process "
-        "before each epoch (switching an augmentation, a curriculum step).",
+        help="Your per-epoch change as module:FN, called FN(loader, epoch) before each epoch.",
         metavar="M:FN",
         panel=LOADER,
     )
     sample_interval: float | None = opt(
         "--sample-interval",
-        help="Memory sampling interval in ms (default: 50); 0 turns a compare's sampling "
-        "off (watch needs ≥ 5).",
+        help="Memory sampling interval, ms (default: 50; 0: off, compare only).",
         metavar="MS",
         panel=MEASUREMENT,
     )
     uss_interval: float | None = opt(
         "--uss-interval",
-        help="Most time between USS/PSS samples while an epoch runs, ms (reading them "
-        "walks page tables and slows the loader; they are also read whenever RSS rises, "
-        "and on every sample between compare's epochs) (default: 500).",
+        help=(
+            "Most time between USS/PSS samples in an epoch, ms; reading them slows the "
+            "loader (default: 500)."
+        ),
         metavar="MS",
         panel=MEASUREMENT,
     )
     idle_ms: float | None = opt(
         "--idle-ms",
-        help="Pause after each epoch (not timed) in which idle worker memory is "
-        "sampled, in memory trials and single-trial plans; timing trials take none "
-        "(default: 2 sampling intervals; a pause lasts until every process in it was read).",
+        help=(
+            "Pause after each epoch in which idle worker memory is sampled (default: 2 "
+            "sampling intervals)."
+        ),
         metavar="MS",
         panel=MEASUREMENT,
     )
     trials: int | str | None = opt(
         "--trials",
-        help="Trials per arm, interleaved A B B A: 'auto' (the default) looks at 2 and 3 "
-        "trials per arm, then after every A B B A block, and stops once the verdict is "
-        "settled or --max-trials is reached; N fixes the plan.",
+        help=(
+            "Trials per arm: 'auto' (default) stops once the verdict is settled or at "
+            "--max-trials; N fixes the plan."
+        ),
         metavar="auto|N",
         panel=MEASUREMENT,
         cli_type=str,
     )
     max_trials: int | None = opt(
         "--max-trials",
-        help="Most trials per arm an adaptive plan (--trials auto) may run (default: 6).",
+        help="Most trials per arm for --trials auto (default: 6).",
         metavar="N",
         panel=MEASUREMENT,
     )
     memory_trials: int | None = opt(
         "--memory-trials",
-        help="Memory trials per arm (sampled deeply, not timed), run before the timing "
-        "trials: two or more give the memory figures an interval (default: 2).",
+        help="Memory trials per arm (sampled deeply, not timed), run first (default: 2).",
         metavar="N",
         panel=MEASUREMENT,
     )
     warmup_trials: int | None = opt(
         "--warmup-trials",
-        help="Trials per arm run first and left out of the statistics (default: 0).",
+        help="Trials per arm run first, not counted (default: 0).",
         metavar="N",
         panel=MEASUREMENT,
     )
     seed: int | None = opt(
         "--seed",
-        help="Seed for order, shuffling, bootstrap (default: 0).",
+        help="Seed for order, shuffle, bootstrap (default: 0).",
         metavar="N",
         panel=MEASUREMENT,
     )
@@ -270,41 +279,39 @@ class RunOptions:
     )
     digests: bool | None = opt(
         "--digests/--no-digests",
-        help="Digest every sample's content (finds duplicates and RNG carried in "
-        "workers; costs epoch time). `loaderprof check` turns it on.",
+        help="Digest every sample's content (finds duplicates and carried RNG; costs epoch time).",
         panel=MEASUREMENT,
     )
     max_batches: int | None = opt(
         "--max-batches",
-        help="Cut every epoch to N batches and project to full epochs from the measured "
-        "per-batch time (persistence changes an epoch's start, not its length); the "
-        "verdict and --min-gain apply to the full epoch.",
+        help="Cut every epoch to N batches and project full epochs from the per-batch time.",
         metavar="N",
         panel=MEASUREMENT,
     )
     epoch_samples: int | None = opt(
         "--epoch-samples",
-        help="Samples in a full epoch, for an IterableDataset without len() (with --max-batches).",
+        help="Samples per full epoch of an IterableDataset without len().",
         metavar="N",
         panel=MEASUREMENT,
     )
     fresh_interpreter: bool | None = opt(
         "--fresh-interpreter/--template",
-        help="Start every trial as a fresh interpreter instead of forking it from a warm "
-        "template that has imported torch once (slower: each trial imports torch again).",
+        help="Start every trial as a fresh interpreter, not a fork of a warm template (slower).",
         panel=MEASUREMENT,
     )
     full_detail: bool | None = opt(
         "--full-detail/--bounded-detail",
-        help="Keep every batch span and memory sample in the JSON; by default a long "
-        "trial's are downsampled past 20,000 spans and 5,000 samples per process, "
-        "peaks kept (every figure is computed from everything).",
+        help=(
+            "Keep every batch span and memory sample in the JSON (by default long trials "
+            "are downsampled)."
+        ),
         panel=OUTPUTS,
     )
     state_checks: bool | None = opt(
         "--state-checks/--no-state-checks",
-        help="Fingerprint the Dataset's attributes each epoch in the main process and in "
-        "every worker (stale worker state, repeated randomness) (default: on).",
+        help=(
+            "Fingerprint the Dataset each epoch in the main process and every worker (default: on)."
+        ),
         panel=MEASUREMENT,
     )
     train_epochs: int | None = opt(
@@ -355,9 +362,10 @@ class GateOptions:
 
     fail_on: tuple[str, ...] | None = opt(
         "--fail-on",
-        help="Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
-        "peak_worker_uss:<=1.5GiB, first_batch_s:+10% (against --baseline), "
-        "finding:ID (watch: finding:ID only, and only when the command succeeded).",
+        help=(
+            "Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
+            "peak_worker_uss:<=1.5GiB, first_batch_s:+10%, finding:ID."
+        ),
         metavar="METRIC:LIMIT",
         panel=GATES,
         cli_type=list[str] | None,
@@ -398,13 +406,10 @@ class OutputOptions:
     junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
     html: Path | None = opt(
         "--html",
-        help="Write one self-contained HTML page (summary, verdict, findings, figure, "
-        "per-epoch detail) for a CI artifact.",
+        help="Write one self-contained HTML page (a CI artifact).",
         panel=OUTPUTS,
     )
-    plot: Path | None = opt(
-        "--plot", help="Draw memory and worker lifelines (PNG or SVG, by suffix).", panel=OUTPUTS
-    )
+    plot: Path | None = opt("--plot", help="Draw memory and lifelines (PNG or SVG).", panel=OUTPUTS)
     trace: Path | None = opt(
         "--trace", help="Write a Chrome trace (open in ui.perfetto.dev).", panel=OUTPUTS
     )

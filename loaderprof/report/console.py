@@ -43,13 +43,22 @@ def _title(report: Report) -> str:
     return f"{report.config['dataset']} · {loader_text(report)} · {plan_text(report)}"
 
 
+def _stacked(text: str) -> str:
+    """'329.0 ms ±9.6 ms (2)' as the median over its spread, '0.87 [0.65–1.17]' as the
+    ratio over its interval: two lines that fit 80 columns, never a unit apart from
+    its figure."""
+    for mark in (" ±", " ["):
+        text = text.replace(mark, "\n" + mark[1:], 1)
+    return text
+
+
 def summary_table(report: Report) -> Table:
     """One column per arm, one row per figure, and the comparison beside them."""
     t = titled(_title(report))
     t.add_column("")
-    t.add_column(ARM_LABEL["persistent"], justify="right")
-    t.add_column(ARM_LABEL["non_persistent"], justify="right")
-    t.add_column("ratio or Δ", justify="right", style="italic")
+    t.add_column(ARM_LABEL["persistent"], justify="right", no_wrap=True)
+    t.add_column(ARM_LABEL["non_persistent"], justify="right", no_wrap=True)
+    t.add_column("ratio or Δ", justify="right", style="italic", no_wrap=True)
     unmeasured = unmeasured_arms(report)
     for row in summary_rows(report):
         if row.section:
@@ -61,7 +70,12 @@ def summary_table(report: Report) -> Table:
                 ("non_persistent", row.non_persistent),
             )
         ]
-        t.add_row(row.label, *cells, row.compared, style=row.emphasis or None)
+        t.add_row(
+            row.label,
+            *map(_stacked, cells),
+            _stacked(row.compared),
+            style=row.emphasis or None,
+        )
     t.caption = caption(report)
     return t
 
@@ -109,45 +123,53 @@ def epochs_table(report: Report) -> Table:
     return t
 
 
-def workers_table(report: Report) -> Table:
-    t = titled("Worker processes (times from trial start)")
-    for col in (
-        "arm",
-        "pid",
-        "id",
-        "epoch",
-        "start→ready",
-        "first batch",
-        "exit",
-        "batches",
-        "USS at 1st batch",
-        "USS",
-        "PSS",
-        "RSS",
-    ):
-        t.add_column(col, justify="left" if col == "arm" else "right")
+def _trial_label(arm: str, trial: Any) -> str:
+    """p1, np2: the arm and its trial; 'm' a memory trial, 'w' a warm-up (NOTE [timing
+    and memory trials]), so a memory trial and timing trial 1 do not read alike."""
+    kind = "w" if trial.warmup else ("m" if trial.role == "memory" else "")
+    return f"{'p' if arm == 'persistent' else 'np'}{trial.index + 1}{kind}"
+
+
+def workers_table(report: Report) -> RenderableType:
+    """Two tables that fit 80 columns: each worker's times, then its memory, in the
+    same rows, no PID or unit cut (see NOTE [one screen])."""
+    times = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    memory = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    heads = ("trial", "pid", "id")
+    for col in (*heads, "epoch", "start→ready", "first batch", "exit", "batches"):
+        times.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
+    for col in (*heads, "USS at 1st batch", "peak USS", "peak PSS", "peak RSS"):
+        memory.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
     for name in ("persistent", "non_persistent"):
         for trial in report.arms[name].trials:
             for w in trial.workers:
-                t.add_row(
-                    f"{'p' if name == 'persistent' else 'np'}{trial.index + 1}",
-                    str(w.pid),
-                    str(w.worker_id),
+                who = (_trial_label(name, trial), str(w.pid), str(w.worker_id))
+                times.add_row(
+                    *who,
                     str(w.first_epoch or "–"),
                     fmt_seconds(w.startup_s),
                     fmt_seconds(w.first_batch_s),
                     fmt_seconds(w.exited_s),
                     str(w.batches),
+                )
+                memory.add_row(
+                    *who,
                     fmt_bytes(w.first_batch_uss_bytes),
                     fmt_bytes(w.peak_uss_bytes),
                     fmt_bytes(w.peak_pss_bytes),
                     fmt_bytes(w.peak_rss_bytes),
                 )
-    t.caption = (
-        "arm p/np + trial number · USS at 1st batch: what starting cost the worker (a "
-        "one-time copy), before reading adds anything · peaks over the worker's life"
+    memory.caption = (
+        "trial: p/np + number, m: memory trial (epochs not timed), w: warm-up · USS at "
+        "1st batch: what starting cost the worker (a one-time copy), before reading "
+        "adds anything · peaks over the worker's life"
     )
-    return t
+    return Group(
+        Text("Worker processes: times (from trial start)"),
+        times,
+        Text("Worker processes: memory"),
+        memory,
+    )
 
 
 def verdict_panel(report: Report) -> RenderableType:
@@ -297,7 +319,7 @@ def brief_summary_table(report: Report) -> Table:
             NOT_MEASURED if row.kind in _TIMED and arm in unmeasured else cell(stat, k)
             for arm, stat in zip(ARM_SHORT, row.stats, strict=True)
         ]
-        if all(c == NOT_MEASURED for c in cells):
+        if all(c in (NOT_MEASURED, "–") for c in cells):
             unit = ""  # no figure to read in it
         t.add_row(row.label, unit, *cells, _compared(row, k), style=row.emphasis or None)
     more = "-v: n, epochs, RSS, main process"
@@ -335,22 +357,39 @@ def print_report(report: Report, console: Console, *, verbose: bool = False) -> 
 _GATE_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "skipped": "dim"}
 
 
-def gates_table(report: Report) -> Table:
-    t = titled(f"Gates: {(report.gate_status or '').upper()}")
-    t.add_column("result")
-    t.add_column("gate", overflow="fold")
-    t.add_column("value [95 % CI]", justify="right")
-    t.add_column("limit", justify="right")
+def _gate_name(g: Any) -> str:
+    """The gate as written, broken after its arm's prefix so a narrow column wraps
+    there and never mid-word."""
+    head, dot, rest = g.gate.partition(".")
+    return f"{head}.\n  {rest}" if dot and ":" not in head else g.gate
+
+
+def gates_table(report: Report) -> RenderableType:
+    """The gates as written (their limits in them), so the table fits 80 columns; a
+    relative gate's limit is spelled out (× baseline) in a column of its own."""
     from loaderprof.analysis.gates import format_result
 
+    relative = any(g.mode == "rel" for g in report.gates)
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    t.add_column("result", no_wrap=True)
+    t.add_column("gate", no_wrap=True)
+    t.add_column("value [95 % CI]", justify="right", no_wrap=True)
+    if relative:
+        t.add_column("limit", justify="right", no_wrap=True)
     for g in report.gates:
         shown, limit = format_result(g)
-        t.add_row(Text(g.status, style=_GATE_STYLE[g.status]), g.gate, shown, limit)
+        cells: list[Text | str] = [
+            Text(g.status, style=_GATE_STYLE[g.status]),
+            _gate_name(g),
+            shown,
+        ]
+        t.add_row(*cells, *([limit if g.mode == "rel" else ""] if relative else []))
     t.caption = (
         "fail: the whole interval is past the limit · inconclusive: the median is past "
         "it but the interval straddles it (fails only with --strict)"
     )
-    return t
+    t.caption_justify = "left"
+    return Group(Text(f"Gates: {(report.gate_status or '').upper()}"), t)
 
 
 def diff_table(rows: list[tuple[str, str, str, str, str]], title: str) -> RenderableType:
@@ -427,12 +466,24 @@ def lifelines_table(report: Report) -> Table:
     return t
 
 
+def _plain(columns: Sequence[str], text: Sequence[str]) -> Table:
+    """A borderless table that fits 80 columns: the `text` columns fold (a long host
+    name), the figures never wrap (NOTE [one screen])."""
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in columns:
+        if col in text:
+            t.add_column(col, overflow="fold")
+        else:
+            t.add_column(col, justify="right", no_wrap=True)
+    return t
+
+
 def distributed_tables(report: Report) -> list[RenderableType]:
     d = report.distributed
     if d is None:
         return []
-    ranks = ("rank", "host", "steady p", "steady np", "first batch p", "peak USS / worker p")
-    t = titled(f"Ranks ({d.world_size})", (*ranks, "workers"), text=("host",))
+    ranks = ("rank", "host", "steady\np", "steady\nnp", "first\nbatch p", "peak USS\n/ worker p")
+    t = _plain((*ranks, "workers"), text=("host",))
     for r in d.ranks:
         p, n = r.arms.get("persistent"), r.arms.get("non_persistent")
         t.add_row(
@@ -444,28 +495,33 @@ def distributed_tables(report: Report) -> list[RenderableType]:
             fmt_bytes(p.peak_worker_uss_bytes) if p else "–",
             str(len(p.worker_pids) + (len(n.worker_pids) if n else 0)) if p else "–",
         )
-    slow = titled("Slowest rank per epoch (the one the job waits for)")
-    slow.add_column("arm")
-    for e in sorted({s.epoch for s in d.slowest}):
-        slow.add_column(f"epoch {e}", justify="right")
+    epochs = sorted({s.epoch for s in d.slowest})
+    slow = _plain(("arm", *(f"epoch {e}" for e in epochs)), text=("arm",))
     for arm in ("persistent", "non_persistent"):
         cells = {
-            s.epoch: f"rank {s.rank} ({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
+            s.epoch: f"rank {s.rank}\n({fmt_seconds(s.wall_s)})" for s in d.slowest if s.arm == arm
         }
-        slow.add_row(ARM_LABEL[arm], *[cells.get(e, "–") for e in sorted(cells)])
-    per_node = ("host", "ranks", "arm", "worker processes", "PSS total (all ranks)")
-    nodes = titled("Per node", (*per_node, "idle worker USS held"), text=("host", "arm"))
+        slow.add_row(ARM_SHORT[arm], *[cells.get(e, "–") for e in epochs])
+    per_node = ("host", "ranks", "arm", "worker\nprocesses", "PSS total\n(all ranks)")
+    nodes = _plain((*per_node, "idle worker\nUSS held"), text=("host", "ranks", "arm"))
     for node in d.nodes:
         for arm, tot in node.arms.items():
             nodes.add_row(
                 node.host,
                 ",".join(map(str, node.ranks)),
-                ARM_LABEL[arm],
+                ARM_SHORT[arm],
                 str(tot.worker_processes),
                 fmt_bytes(tot.pss_total_bytes),
                 fmt_bytes(tot.idle_workers_uss_bytes),
             )
-    return [t, slow, nodes]
+    return [
+        Text(f"Ranks ({d.world_size}) · p: persistent, np: non-persistent"),
+        t,
+        Text("Slowest rank per epoch (the one the job waits for)"),
+        slow,
+        Text("Per node"),
+        nodes,
+    ]
 
 
 def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:

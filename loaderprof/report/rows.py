@@ -152,6 +152,22 @@ def _peak_rss(arm: ArmResult) -> str:
     return fmt_bytes(max(vals)) if vals else "–"
 
 
+def first_item_extra(arm: ArmResult) -> Stat | None:
+    """What a worker's first batch took beyond its typical one (its first fetch to its
+    first batch, less its median batch): the start-up a Dataset pays on its first item,
+    a lazy open(). From the workers' own timings; None where a trial lacks them."""
+    extras = [
+        max(0.0, w.first_batch_s - w.first_fetch_s - w.median_batch_s)
+        for t in arm.trials
+        for w in t.workers
+        if w.loader == "train"
+        and w.first_batch_s is not None
+        and w.first_fetch_s is not None
+        and w.median_batch_s is not None
+    ]
+    return Stat.of(extras)
+
+
 _FORMAT: dict[str, Callable[[float], str]] = {
     "time": fmt_seconds,
     "bytes": fmt_bytes,
@@ -223,6 +239,12 @@ def summary_rows(report: Report) -> list[SummaryRow]:
         *val,
         _row("steady samples/s", p.steady_samples_per_s, n.steady_samples_per_s, "rate"),
         _row("worker start-up", p.worker_startup_s, n.worker_startup_s, "time"),
+        # Where the user looks for "why is the first batch slow"; only when measured.
+        *(
+            [_row("1st item extra / worker", *extra, "time")]
+            if any(extra := (first_item_extra(p_arm), first_item_extra(n_arm)))
+            else []
+        ),
         _row("shutdown after last epoch", p.shutdown_s, n.shutdown_s, "time", brief=False),
         # What persistence costs the whole tree first; the main process only under -v:
         # its PSS moves with how many workers share its pages at the peak, which the

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
+from loaderprof.model.units import fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
-from loaderprof.report.console import findings_panel
-from loaderprof.report.tables import titled
+from loaderprof.report.console import findings_panel, num, unit_of
 
 _REUSED = {True: "yes", False: "no", None: "–"}
 _TORCH = "torch.utils.data.dataloader.DataLoader"
+# The brief tables' look (NOTE [one screen]): no side borders, so figures have the room.
+_PLAIN = {"header_style": "bold", "box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False}
 # Characters of the pool timeline.
-_WIDTH = 40
-
-
-def _seconds(v: float | None) -> str:
-    return "–" if v is None else fmt_seconds(v)
+_WIDTH = 32
 
 
 def _settings(ld: WatchedLoader) -> str:
@@ -28,15 +26,17 @@ def _settings(ld: WatchedLoader) -> str:
     return f"{ld.num_workers} {'pers.' if ld.persistent_workers else ''}".strip()
 
 
-def _pair(cold: float | None, steady: Stat | None) -> str:
-    """Cold (the first epoch) / steady (the median of the rest), in one unit."""
-    values = [cold, steady.median if steady else None]
-    shown = [v for v in values if v is not None]
-    if not shown:
-        return "–"
-    ms = max(shown) < 10
-    text = ["–" if v is None else (f"{v * 1e3:.0f}" if ms else f"{v:.1f}") for v in values]
-    return f"{text[0]} / {text[1]} {'ms' if ms else 's'}"
+def _unit(values: list[float | None]) -> tuple[str, float]:
+    """One unit for a whole column, in its header, so its cells are bare figures."""
+    return unit_of("time", [Stat.of([v]) for v in values if v is not None])
+
+
+def _cold_steady(loaders: tuple[WatchedLoader, ...], cold: str, steady: str) -> list[float | None]:
+    out: list[float | None] = []
+    for ld in loaders:
+        st = getattr(ld, steady)
+        out += [getattr(ld, cold), st.median if st else None]
+    return out
 
 
 def _built_at(ld: WatchedLoader, report: WatchReport) -> str:
@@ -46,21 +46,30 @@ def _built_at(ld: WatchedLoader, report: WatchReport) -> str:
     return f"{ld.site} (rank {ld.rank})" if ld.rank is not None else f"{ld.site} (pid {ld.pid})"
 
 
-def loaders_table(report: WatchReport) -> Table:
-    t = titled("DataLoaders")
-    for col, just in (
-        ("loader", "left"),
-        ("workers", "left"),
-        ("epochs", "right"),
-        ("reused", "right"),
-        ("epoch\ncold/steady", "right"),
-        ("1st batch\ncold/steady", "right"),
-        ("worker\nstart-up", "right"),
-        ("peak\nUSS", "right"),
-        ("idle\nUSS", "right"),
+def _figure(v: float | None, k: float) -> str:
+    return "–" if v is None else num(v * k)
+
+
+def loaders_table(report: WatchReport) -> RenderableType:
+    """Two tables that fit 80 columns (NOTE [one screen]): each loader's settings, pool
+    and memory; then its times, cold (the first epoch) and steady (the median of the
+    rest), each column in one unit named in its header."""
+    t = Table(**_PLAIN)  # type: ignore[arg-type]
+    t.add_column("loader", overflow="fold")
+    for col in ("workers", "epochs", "reused"):
+        t.add_column(col, no_wrap=True, justify="left" if col == "workers" else "right")
+    startup = [ld.worker_startup_s.median if ld.worker_startup_s else None for ld in report.loaders]
+    s_unit, s_k = _unit(startup)
+    memory = [ld.peak_worker_uss_bytes for ld in report.loaders]
+    memory += [ld.idle_workers_uss_bytes for ld in report.loaders]
+    b_unit, b_k = unit_of("bytes", [Stat.of([v]) for v in memory if v])
+    for col in (
+        f"worker\nstart-up\n{s_unit}",
+        f"peak USS\n/ worker\n{b_unit}",
+        f"idle USS\nheld\n{b_unit}",
     ):
-        t.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
-    for ld in report.loaders:
+        t.add_column(col, justify="right", no_wrap=True)
+    for ld, up in zip(report.loaders, startup, strict=True):
         done = sum(1 for e in ld.epochs if e.end_s is not None)
         epochs = str(done) if done == len(ld.epochs) else f"{done} (+{len(ld.epochs) - done} cut)"
         t.add_row(
@@ -69,30 +78,49 @@ def loaders_table(report: WatchReport) -> Table:
             _settings(ld),
             epochs,
             _REUSED[ld.workers_reused],
-            _pair(ld.cold_epoch_s, ld.steady_epoch_s),
-            _pair(ld.cold_first_batch_s, ld.steady_first_batch_s),
-            _seconds(ld.worker_startup_s.median if ld.worker_startup_s else None),
-            fmt_bytes(ld.peak_worker_uss_bytes) if ld.peak_worker_uss_bytes else "–",
-            fmt_bytes(ld.idle_workers_uss_bytes) if ld.idle_workers_uss_bytes else "–",
+            _figure(up, s_k),
+            _figure(ld.peak_worker_uss_bytes or None, b_k),
+            _figure(ld.idle_workers_uss_bytes or None, b_k),
         )
-    return t
+    times = Table(**_PLAIN)  # type: ignore[arg-type]
+    times.add_column("loader", no_wrap=True)
+    epoch = _cold_steady(report.loaders, "cold_epoch_s", "steady_epoch_s")
+    first = _cold_steady(report.loaders, "cold_first_batch_s", "steady_first_batch_s")
+    (e_unit, e_k), (f_unit, f_k) = _unit(epoch), _unit(first)
+    for col in (
+        f"epoch\ncold\n{e_unit}",
+        f"\nsteady\n{e_unit}",
+        f"1st batch\ncold\n{f_unit}",
+        f"\nsteady\n{f_unit}",
+    ):
+        times.add_column(col, justify="right", no_wrap=True)
+    for i, ld in enumerate(report.loaders):
+        times.add_row(
+            ld.id,
+            _figure(epoch[2 * i], e_k),
+            _figure(epoch[2 * i + 1], e_k),
+            _figure(first[2 * i], f_k),
+            _figure(first[2 * i + 1], f_k),
+        )
+    head = "Epoch times (cold: epoch 1 · steady: median of epochs 2..N)"
+    return Group(Text("DataLoaders"), t, Text(head), times)
 
 
-def pools_table(report: WatchReport) -> Table:
+def pools_table(report: WatchReport) -> RenderableType:
     """Which worker pools were alive when: one bar per pool over the command's run."""
     most = report.peak_worker_processes
     title = f"Worker pools over the run (most worker processes at once: {most})"
-    t = titled(title)
-    t.add_column("loader")
+    t = Table(**_PLAIN)  # type: ignore[arg-type]
+    t.add_column("loader", no_wrap=True)
     t.add_column("built at", overflow="fold")
-    t.add_column("workers", justify="right")
-    t.add_column(f"0 … {fmt_seconds(report.wall_s)}")
+    t.add_column("workers", justify="right", no_wrap=True)
+    t.add_column(f"0 … {fmt_seconds(report.wall_s)}", no_wrap=True)
     scale = _WIDTH / report.wall_s if report.wall_s > 0 else 0
     site = {ld.id: _built_at(ld, report) for ld in report.loaders}
     for p in report.pools:
         lo, hi = int(p.start_s * scale), max(int(p.start_s * scale) + 1, int(p.end_s * scale))
         t.add_row(p.loader, site.get(p.loader, "?"), str(p.workers), " " * lo + "━" * (hi - lo))
-    return t
+    return Group(Text(title), t)
 
 
 def render(report: WatchReport) -> RenderableType:
