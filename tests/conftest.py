@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +151,34 @@ def lazy_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run,
     )
     assert run.returncode == 0, run.stderr
     yield run, load(out)
+
+
+def watch_script(
+    tmp_path: Path,
+    source: str,
+    *cli: str,
+    argv: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+) -> tuple[Run, dict[str, Any]]:
+    """Write `source` as tmp_path/train.py, run `loaderprof watch [cli] -- python
+    train.py [argv]`, and return the run and its JSON report, checked against the
+    watch schema."""
+    import jsonschema
+
+    from loaderprof.report.json_report import load_schema
+
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    out = tmp_path / "w.json"
+    run = run_cli(
+        "watch", "--json", str(out), *cli, "--", sys.executable, str(script), *argv, env=env
+    )
+    report = json.loads(out.read_text())
+    jsonschema.validate(report, load_schema("watch"), cls=jsonschema.Draft202012Validator)
+    return run, report
+
+
+def script_site(tmp_path: Path, marker: str) -> str:
+    """`file:line` of train.py's first line holding `marker`: the site watch must name."""
+    lines = (tmp_path / "train.py").read_text().splitlines()
+    return f"{tmp_path / 'train.py'}:{next(i for i, ln in enumerate(lines, 1) if marker in ln)}"

@@ -3,17 +3,13 @@ real scripts under `loaderprof watch`, each written into the test's tmp_path."""
 
 from __future__ import annotations
 
-import json
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
-from conftest import run_cli
-from loaderprof.report.json_report import load_schema
+from conftest import script_site, watch_script
 
 pytestmark = pytest.mark.e2e
 
@@ -88,18 +84,11 @@ if __name__ == "__main__":
 
 
 def _watch(tmp_path: Path, text: str, *args: str) -> tuple[Any, dict[str, Any]]:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(text))
-    out = tmp_path / "w.json"
-    run = run_cli("watch", "--json", str(out), "--", sys.executable, str(script), *args)
-    report = json.loads(out.read_text())
-    jsonschema.validate(report, load_schema("watch"), cls=jsonschema.Draft202012Validator)
-    return run, report
+    return watch_script(tmp_path, textwrap.dedent(text), argv=args)
 
 
 def _site(tmp_path: Path, marker: str) -> str:
-    lines = (tmp_path / "train.py").read_text().splitlines()
-    return f"{tmp_path / 'train.py'}:{next(i for i, ln in enumerate(lines, 1) if marker in ln)}"
+    return script_site(tmp_path, marker)
 
 
 def _by_site(tmp_path: Path, report: dict[str, Any], marker: str) -> dict[str, Any]:

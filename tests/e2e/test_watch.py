@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import ROOT, TESTS, finish, run_cli
+from conftest import ROOT, TESTS, finish, run_cli, script_site, watch_script
 from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
@@ -41,19 +41,11 @@ class Items(Dataset):
 def _watch(
     tmp_path: Path, body: str, *extra: str, env: dict[str, str] | None = None
 ) -> tuple[Any, dict[str, Any]]:
-    script = tmp_path / "train.py"
-    script.write_text(HEADER + textwrap.dedent(body))
-    out = tmp_path / "w.json"
-    run = run_cli("watch", "--json", str(out), *extra, "--", sys.executable, str(script), env=env)
-    report = json.loads(out.read_text())
-    jsonschema.validate(report, load_schema("watch"), cls=jsonschema.Draft202012Validator)
-    return run, report
+    return watch_script(tmp_path, HEADER + textwrap.dedent(body), *extra, env=env)
 
 
 def _site(tmp_path: Path, text: str) -> str:
-    """`file:line` of the script's line holding `text`: the site watch must name."""
-    lines = (tmp_path / "train.py").read_text().splitlines()
-    return f"{tmp_path / 'train.py'}:{next(i for i, ln in enumerate(lines, 1) if text in ln)}"
+    return script_site(tmp_path, text)
 
 
 def _alive(pids: list[int]) -> list[int]:
