@@ -15,6 +15,7 @@ from loaderprof.commands.common import (
     stdout_console,
 )
 from loaderprof.config.options import (
+    AttachOptions,
     GateOptions,
     OutputOptions,
     RunOptions,
@@ -34,11 +35,17 @@ _OPTIONS = (
 
 def register(app: typer.Typer) -> None:
     ps = [
-        params.argument("command", list[str], "The command to run, after --: python train.py ...")
+        params.argument(
+            "command",
+            list[str] | None,
+            "The command to run, after --: python train.py ...",
+            default=None,
+        )
     ]
     for group, names in _OPTIONS:
         ps += params.options(group, only=names)
     ps += params.options(WatchStopOptions)
+    ps += params.options(AttachOptions)  # `watch --pid`: commands/watch_pid.py
     doc = """Run a training command unchanged and report what its DataLoaders did.
 
 Every loader COMMAND (given after --) builds: its epochs, workers and memory, and what
@@ -47,6 +54,7 @@ to fix. Exits with the command's own status.
 Examples:
   loaderprof watch -- python train.py --lr 0.1
   loaderprof watch --fail-on finding:loader-recreated -- python train.py
+  loaderprof watch --pid 4242 --duration 600
 """
     params.register(app, "watch", doc, ps, run)
 
@@ -65,6 +73,10 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.report.watch_console import render
     from loaderprof.watching.session import check_intervals
 
+    if values["pid"] is not None or not values["command"]:
+        from loaderprof.commands import watch_pid
+
+        return watch_pid.run(values)
     INTERRUPTS.install()
     gates = _gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loaderprof.errors import UsageError
+from loaderprof.model.attached import AttachReport
 from loaderprof.model.codec import from_dict, to_dict
 from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
 from loaderprof.model.watch import WatchReport
@@ -15,7 +16,9 @@ from loaderprof.model.watch import WatchReport
 T = TypeVar("T")
 
 
-def to_json(report: Report | SweepReport | WatchReport, *, indent: int | None = 2) -> str:
+def to_json(
+    report: Report | SweepReport | WatchReport | AttachReport, *, indent: int | None = 2
+) -> str:
     return json.dumps(to_dict(report), indent=indent, allow_nan=False) + "\n"
 
 
@@ -55,6 +58,7 @@ READERS = {
     "compare": "read it with loaderprof report or loaderprof diff",
     "sweep": "read it with loaderprof report",
     "watch": "written by loaderprof watch; its JSON follows schema watch-v1",
+    "attach": "written by loaderprof watch --pid",
 }
 
 
