@@ -11,6 +11,7 @@ loader, `measure.sampler`'s note). Memory stays bounded whatever the watch's len
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -71,8 +72,6 @@ def _gone(pid: int, ticks: int | None) -> bool:
 
 def open_job(pid: int) -> psutil.Process:
     """The job's main process, or a one-line usage error: none, or not ours to read."""
-    import os
-
     if pid <= 0:
         raise UsageError(f"--pid {pid}: not a process id")
     if pid == os.getpid():
@@ -102,7 +101,7 @@ class Observer:
         self.interval_s = interval_s
         self.deep_interval_s = max(deep_interval_s, interval_s)
         self.t0 = time.monotonic()
-        self.wall0 = time.time()
+        self.boot0 = _since_boot()
         self.procs: dict[int, Proc] = {}
         self.pools = Pools()
         self.main_peak: tuple[int | None, int | None] = (None, None)
@@ -203,23 +202,24 @@ class Observer:
                 self.pools.place(proc.pid, proc.ppid, proc.born_s, proc.start_method)
 
     def _read_new(self, pid: int) -> Proc | None:
+        ticks = procfs.start_ticks(pid)
         try:
             handle = psutil.Process(pid)
             with handle.oneshot():
                 ppid = handle.ppid()
-                born = handle.create_time() - self.wall0
                 cmdline = handle.cmdline()
                 exe = _exe(handle)
         except psutil.Error:
             return None  # gone already, or not ours: nothing to follow
+        if ticks is None:
+            return None
         parent = self.procs.get(ppid)
         parent_cmd = list(self.command) if ppid == self.pid else []
         if parent is not None:
             parent_cmd = parent.command.split("\0")
         role, method = classify(cmdline, exe, parent_cmd)
-        return Proc(
-            pid, ppid, born, role, method, "\0".join(cmdline), handle, procfs.start_ticks(pid)
-        )
+        born = ticks / _CLK_TCK - self.boot0
+        return Proc(pid, ppid, born, role, method, "\0".join(cmdline), handle, ticks)
 
     def _read_main(self) -> None:
         mem = procfs.memory(self.pid)
@@ -299,6 +299,16 @@ class Observer:
         if shm is not None:
             self.shm_size = shm[0]
             self.shm_peak = _most(self.shm_peak, shm[1])
+
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _since_boot() -> float:
+    """Seconds since boot on the clock /proc/PID/stat stamps a process's start with
+    (psutil's create_time adds a boot time rounded to the second: births read that
+    way are up to a second off the exits this loop sees)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
 def _exe(handle: psutil.Process) -> str:

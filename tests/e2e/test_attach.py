@@ -3,6 +3,7 @@ tests start and then watch from outside."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -124,6 +125,12 @@ def test_a_persistent_train_pool_and_a_validation_pool_rebuilt_every_epoch(
     rebuilt = next(f for f in report["findings"] if f["id"] == "pool-rebuilt")
     assert rebuilt["evidence"]["pool"] == val["id"]
     assert rebuilt["evidence"]["not_seen"]
+    # Births and exits on one clock: every worker was born after the job was let go,
+    # moments after the watch began, and each validation pool exited before the next.
+    gens = train["generations"] + val["generations"]
+    assert all(w["born_s"] > -0.5 for g in gens for w in g["workers"])
+    for a, b in itertools.pairwise(val["generations"]):
+        assert a["born_s"] < a["ended_s"] <= b["born_s"] + report["interval_s"]
     # Both pools' workers are real children of the job, and fork's.
     assert {train["parent_pid"], val["parent_pid"]} == {job.proc.pid}
     assert train["start_method"] == val["start_method"] == "fork"
