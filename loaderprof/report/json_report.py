@@ -23,7 +23,11 @@ def to_json(
 
 
 # The JSON schema of each kind of report (a sweep's is the compare report's).
-_SCHEMAS = {"compare": "report-v1.schema.json", "watch": "watch-v1.schema.json"}
+_SCHEMAS = {
+    "compare": "report-v1.schema.json",
+    "watch": "watch-v1.schema.json",
+    "attach": "attach-v1.schema.json",
+}
 
 
 def load_schema(kind: str = "compare") -> dict[str, Any]:
@@ -58,7 +62,7 @@ READERS = {
     "compare": "read it with loaderprof report or loaderprof diff",
     "sweep": "read it with loaderprof report",
     "watch": "written by loaderprof watch; its JSON follows schema watch-v1",
-    "attach": "written by loaderprof watch --pid",
+    "attach": "written by loaderprof watch --pid; its JSON follows schema attach-v1",
 }
 
 

@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import psutil
 import pytest
 
 from conftest import ROOT, assert_nothing_left, finish, leftover_processes, run_cli
+from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 
@@ -90,6 +92,7 @@ class Job:
 def _report(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text())
     assert data["kind"] == "attach"
+    jsonschema.validate(data, load_schema("attach"), cls=jsonschema.Draft202012Validator)
     return data
 
 

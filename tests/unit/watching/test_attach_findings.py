@@ -7,6 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from rich.console import Console
 
@@ -21,6 +22,7 @@ from loaderprof.model.attached import (
 )
 from loaderprof.report.attach_console import attach_markdown, render
 from loaderprof.report.exporters import check_targets, export, kind_of
+from loaderprof.report.json_report import load_schema
 from loaderprof.watching.attach_findings import find
 
 MIB = 1024 * 1024
@@ -156,6 +158,7 @@ def test_json_and_markdown_through_the_registry(tmp_path: Path) -> None:
     assert export(report, targets, strict=False) == []
     data = json.loads((tmp_path / "a.json").read_text())
     assert data["kind"] == "attach"
+    jsonschema.validate(data, load_schema("attach"), cls=jsonschema.Draft202012Validator)
     assert [p["id"] for p in data["pools"]] == ["P1", "P2"]
     assert (tmp_path / "a.md").read_text() == attach_markdown(report)
     assert "| P2 | 2 ×3 |" in attach_markdown(report)
@@ -169,3 +172,11 @@ def test_a_report_with_no_pool_says_so() -> None:
     console = Console(width=80, record=True, color_system=None)
     console.print(render(report))
     assert "no worker pool was seen" in console.export_text()
+
+
+def test_the_attach_schema_names_every_field() -> None:
+    schema = load_schema("attach")
+    assert set(schema["properties"]) == {f.name for f in dataclasses.fields(AttachReport)}
+    for cls in (AttachedPool, AttachedGeneration, AttachedWorker, Helper):
+        props = schema["$defs"][cls.__name__]["properties"]
+        assert set(props) == {f.name for f in dataclasses.fields(cls)}, cls.__name__
