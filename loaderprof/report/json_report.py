@@ -81,7 +81,8 @@ def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str
     got = kind_of(data)
     if got != wanted:
         reader = READERS.get(got, "not one loaderprof reads")
-        raise UsageError(f"{path} is a {got} report ({reader}); {needs}")
+        article = "an" if got[:1] in "aeiou" else "a"
+        raise UsageError(f"{path} is {article} {got} report ({reader}); {needs}")
 
 
 def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:
