@@ -41,6 +41,7 @@ class Proc:
     command: str
     handle: psutil.Process
     ticks: int | None
+    exe: str = ""
     exited_s: float | None = None
     cpu_first: float | None = None
     cpu_last: float | None = None
@@ -196,7 +197,16 @@ class Observer:
             proc = self._read_new(pid)
             if proc is not None:
                 met.append(proc)
+        # Parents first (a forkserver met in the tick its workers were), each told by
+        # its parent's command line.
         for proc in sorted(met, key=lambda p: p.born_s):
+            parent = self.procs.get(proc.ppid)
+            parent_cmd = parent.command if parent is not None else ""
+            if proc.ppid == self.pid:
+                parent_cmd = "\0".join(self.command)
+            proc.role, proc.start_method = classify(
+                proc.command.split("\0"), proc.exe, parent_cmd.split("\0")
+            )
             self.procs[proc.pid] = proc
             if proc.role == "worker":
                 self.pools.place(proc.pid, proc.ppid, proc.born_s, proc.start_method)
@@ -213,13 +223,8 @@ class Observer:
             return None  # gone already, or not ours: nothing to follow
         if ticks is None:
             return None
-        parent = self.procs.get(ppid)
-        parent_cmd = list(self.command) if ppid == self.pid else []
-        if parent is not None:
-            parent_cmd = parent.command.split("\0")
-        role, method = classify(cmdline, exe, parent_cmd)
         born = ticks / _CLK_TCK - self.boot0
-        return Proc(pid, ppid, born, role, method, "\0".join(cmdline), handle, ticks)
+        return Proc(pid, ppid, born, "", "", "\0".join(cmdline), handle, ticks, exe)
 
     def _read_main(self) -> None:
         mem = procfs.memory(self.pid)
@@ -272,7 +277,7 @@ class Observer:
         self, pool: Pool, now: float, dt: float | None, deep: bool, used: dict[int, float]
     ) -> bool:
         """Whether the pool was busy over the last tick; (deep) its workers' memory
-        together, from readings of every live one of them only."""
+        together, from readings of all of them only."""
         alive = pool.alive()
         busy = (
             dt is not None
@@ -282,7 +287,9 @@ class Observer:
         totals = None
         if deep:
             readings = [self._latest.pop(p, None) for p in alive]
-            if all(r is not None for r in readings):
+            # A pool some of whose workers exited is shutting down (or broken): its sum
+            # is no pool's memory, and read in a pause it would look like a fall.
+            if len(alive) == len(pool.pids) and all(r is not None for r in readings):
                 got = [r for r in readings if r is not None]
                 pss = [r[1] for r in got]
                 totals = (

@@ -49,6 +49,10 @@ def classify(cmdline: Sequence[str], exe: str, parent_cmdline: Sequence[str]) ->
     ("resource tracker", "forkserver", "torch_shm_manager", "not Python"); the start
     method as it can be read ("spawn", "fork", "forkserver", or "" where unknown)."""
     text = " ".join(cmdline)
+    server = "multiprocessing.forkserver" in " ".join(parent_cmdline)
+    # The forkserver's children are forked from it: its command line is theirs.
+    if server and list(cmdline) == list(parent_cmdline):
+        return "worker", "forkserver"
     for module, name in HELPERS.items():
         if module in text:
             return name, ""
@@ -57,7 +61,7 @@ def classify(cmdline: Sequence[str], exe: str, parent_cmdline: Sequence[str]) ->
         return "torch_shm_manager", ""
     if not _python(head) and not _python(os.path.basename(exe)):
         return "not Python", ""
-    if "multiprocessing.forkserver" in " ".join(parent_cmdline):
+    if server:
         return "worker", "forkserver"
     if "multiprocessing.spawn" in text or "--multiprocessing-fork" in cmdline:
         return "worker", "spawn"

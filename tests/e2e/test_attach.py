@@ -49,9 +49,12 @@ class Busy(Dataset):
 
 
 GO, STOP = sys.argv[1], sys.argv[2]
-print("ready", flush=True)
-while not os.path.exists(GO):
-    time.sleep(0.02)
+
+
+def start():
+    print("ready", flush=True)
+    while not os.path.exists(GO):
+        time.sleep(0.02)
 """
 
 
@@ -60,7 +63,9 @@ class Job:
 
     def __init__(self, tmp_path: Path, body: str) -> None:
         script = tmp_path / "job.py"
-        script.write_text(HEADER + textwrap.dedent(body))
+        # Under a guard: spawn and forkserver import the script again, as __mp_main__.
+        main = textwrap.indent(textwrap.dedent(body), "    ")
+        script.write_text(f"{HEADER}\n\nif __name__ == '__main__':\n    start()\n{main}")
         self.go, self.stop = tmp_path / "go", tmp_path / "stop"
         self.proc = subprocess.Popen(
             [sys.executable, str(script), str(self.go), str(self.stop)],
@@ -164,7 +169,8 @@ def test_a_pool_whose_memory_grows_every_epoch(tmp_path: Path) -> None:
     assert pool["persistent"] is True
     assert pool["epochs_from"] == "CPU activity"
     assert len(pool["idle_uss_by_epoch"]) >= 3
-    assert "memory-grows-every-epoch" in _ids(report), report["findings"]
+    series = {k: pool[k] for k in ("epochs_inferred", "idle_uss_by_epoch", "idle_rss_by_epoch")}
+    assert "memory-grows-every-epoch" in _ids(report), series
     growth = next(f for f in report["findings"] if f["id"] == "memory-grows-every-epoch")
     assert growth["evidence"]["pool"] == pool["id"]
     assert growth["evidence"]["epochs_inferred_from"] == "CPU activity"
@@ -206,10 +212,17 @@ def test_a_job_that_exits_leaving_its_workers_behind(tmp_path: Path) -> None:
 
 
 def test_duration_and_ctrl_c_end_the_watch_not_the_job(tmp_path: Path) -> None:
+    # Under forkserver: the workers' parent is the server, a helper, not a worker.
     job = Job(
         tmp_path,
         """
-        loader = DataLoader(Busy(40), batch_size=4, num_workers=2, persistent_workers=True)
+        loader = DataLoader(
+            Busy(40),
+            batch_size=4,
+            num_workers=2,
+            persistent_workers=True,
+            multiprocessing_context="forkserver",
+        )
         while not os.path.exists(STOP):
             for _ in loader:
                 pass
@@ -228,7 +241,7 @@ def test_duration_and_ctrl_c_end_the_watch_not_the_job(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while not out2.exists() and time.monotonic() < deadline:
             # Until its pool was seen, then Ctrl-C.
-            if len(psutil.Process(job.proc.pid).children()) >= 2:
+            if len(psutil.Process(job.proc.pid).children(recursive=True)) >= 4:
                 time.sleep(0.5)
                 watch.send_signal(signal.SIGINT)
                 break
@@ -237,7 +250,10 @@ def test_duration_and_ctrl_c_end_the_watch_not_the_job(tmp_path: Path) -> None:
         assert watch.returncode == 130, stderr
         report = _report(out2)
         assert (report["ended_by"], report["interrupted"]) == ("interrupt", True)
-        assert [p["workers"] for p in report["pools"]] == [2]
+        (pool,) = report["pools"]
+        assert (pool["workers"], pool["start_method"]) == (2, "forkserver")
+        server = {h["pid"]: h["role"] for h in report["helpers"]}
+        assert server.get(pool["parent_pid"]) == "forkserver"
         assert job.proc.poll() is None  # Ctrl-C ended the watch, not the job
     finally:
         job.stop.touch()

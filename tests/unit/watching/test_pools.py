@@ -48,13 +48,6 @@ JOB = [PY, "train.py", "--lr", "0.1"]
             ("worker", "spawn"),
         ),
         (JOB, PY, JOB, ("worker", "fork")),
-        (
-            [PY, "-c", "from multiprocessing.forkserver import main; main(7, 8)"],
-            PY,
-            [PY, "-c", "from multiprocessing.forkserver import main; main(7, 8)"],
-            # Forked by the forkserver: its parent says how it started, not its own line.
-            ("forkserver", ""),
-        ),
         ([PY, "other.py"], PY, JOB, ("worker", "")),
     ],
 )
@@ -66,8 +59,9 @@ def test_a_child_is_told_by_its_command_line(
 
 def test_a_forkservers_child_is_a_forkserver_worker() -> None:
     server = [PY, "-c", "from multiprocessing.forkserver import main; main(7, 8)"]
-    # The worker's own line is not the server's (it ran a new program), its parent's is.
-    assert classify(JOB, PY, server) == ("worker", "forkserver")
+    # Forked from the server, it has the server's command line: not a second server.
+    assert classify(server, PY, server) == ("worker", "forkserver")
+    assert classify(server, PY, JOB) == ("forkserver", "")
 
 
 def test_workers_of_one_parent_born_together_are_one_pool() -> None:
