@@ -39,7 +39,8 @@ class Proc:
     role: str
     start_method: str
     command: str
-    handle: psutil.Process
+    # Dropped once it exited: a long watch keeps only what each process left.
+    handle: psutil.Process | None
     ticks: int | None
     exe: str = ""
     exited_s: float | None = None
@@ -119,6 +120,8 @@ class Observer:
         self._last_tick: float | None = None
         # Each worker's latest deep reading (USS, PSS, RSS), until its pool sums it.
         self._latest: dict[int, tuple[int, int | None, int]] = {}
+        # The children not seen gone yet.
+        self._live: set[int] = set()
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -208,6 +211,7 @@ class Observer:
                 proc.command.split("\0"), proc.exe, parent_cmd.split("\0")
             )
             self.procs[proc.pid] = proc
+            self._live.add(proc.pid)
             if proc.role == "worker":
                 self.pools.place(proc.pid, proc.ppid, proc.born_s, proc.start_method)
 
@@ -235,14 +239,13 @@ class Observer:
         """Exits, CPU time, and (deep) memory and handles of every live child; the CPU
         seconds each worker used since the last tick."""
         used: dict[int, float] = {}
-        for proc in self.procs.values():
-            if proc.exited_s is not None:
-                continue
+        for proc in [self.procs[pid] for pid in self._live]:
             if _gone(proc.pid, proc.ticks):
-                proc.exited_s = now
+                proc.exited_s, proc.handle = now, None
+                self._live.discard(proc.pid)
                 self.pools.exited(proc.pid, now)
                 continue
-            if proc.role != "worker":
+            if proc.role != "worker" or proc.handle is None:
                 continue
             try:
                 times = proc.handle.cpu_times()
