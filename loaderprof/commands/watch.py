@@ -17,6 +17,7 @@ from loaderprof.commands.common import (
 )
 from loaderprof.config.options import (
     WATCH_HELP,
+    AttachOptions,
     GateOptions,
     OutputOptions,
     RunOptions,
@@ -48,11 +49,17 @@ def _watch_help(p: Any) -> Any:
 
 def register(app: typer.Typer) -> None:
     ps = [
-        params.argument("command", list[str], "The command to run, after --: python train.py ...")
+        params.argument(
+            "command",
+            list[str] | None,
+            "The command to run, after --: python train.py ...",
+            default=None,
+        )
     ]
     for group, names in _OPTIONS:
         ps += [_watch_help(p) for p in params.options(group, only=names)]
     ps += params.options(WatchStopOptions)
+    ps += params.options(AttachOptions)  # `watch --pid`: commands/watch_pid.py
     doc = """Run a training command unchanged and report what its DataLoaders did.
 
 Every loader COMMAND (given after --) builds: its epochs, workers and memory, and what
@@ -61,6 +68,7 @@ to fix. Exits with the command's own status.
 Examples:
   loaderprof watch -- python train.py --lr 0.1
   loaderprof watch --fail-on finding:loader-recreated -- python train.py
+  loaderprof watch --pid 4242 --duration 600
 """
     params.register(app, "watch", doc, ps, run)
 
@@ -83,6 +91,10 @@ def run(values: dict[str, Any]) -> int:
         collect,
     )
 
+    if values["pid"] is not None or not values["command"]:
+        from loaderprof.commands import watch_pid
+
+        return watch_pid.run(values)
     INTERRUPTS.install()
     # Every option is checked before the command starts: a typo found after it ran
     # would cost the user the whole run.

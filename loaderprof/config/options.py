@@ -492,8 +492,36 @@ WATCH_HELP: dict[str, tuple[str, str | None]] = {
         "has that finding (e.g. finding:loader-recreated).",
         "finding:ID",
     ),
-    "quiet": ("No 'running' line before the command's own output.", None),
+    "quiet": ("No 'running' (or 'watching') line before the report.", None),
 }
+
+
+@dataclass(frozen=True)
+class AttachOptions:
+    """`watch --pid`: a job that is already running, watched from outside."""
+
+    pid: int | None = opt(
+        "--pid",
+        help="Watch the running job PID from outside instead of running a command: its "
+        "worker pools, their memory and lifecycle, read from /proc (nothing is loaded "
+        "into the job, nothing signals it).",
+        metavar="PID",
+        panel="Running job",
+    )
+    duration: float | None = opt(
+        "--duration",
+        help="With --pid: stop watching after S seconds (default: when the job exits, "
+        "or Ctrl-C, which ends the watch, not the job).",
+        metavar="S",
+        panel="Running job",
+    )
+    interval: float | None = opt(
+        "--interval",
+        help="With --pid: seconds between readings of the job's processes (default: "
+        "watch's --sample-interval, 0.05); USS/PSS at most every --uss-interval.",
+        metavar="S",
+        panel="Running job",
+    )
 
 
 def names(cls: type) -> list[str]:

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from loaderprof.errors import UsageError
+from loaderprof.model.attached import AttachReport
 from loaderprof.model.results import Report, SweepReport
 from loaderprof.model.watch import WatchReport
 
-ReportKind = Literal["compare", "sweep", "watch"]
-AnyReport = Report | SweepReport | WatchReport
+ReportKind = Literal["compare", "sweep", "watch", "attach"]
+AnyReport = Report | SweepReport | WatchReport | AttachReport
 
 
 class Exporter(Protocol):
@@ -89,6 +90,11 @@ def _csv(report: Any, strict: bool) -> str:
 def _markdown(report: Any, strict: bool) -> str:
     from loaderprof.report.markdown import to_markdown, watch_markdown
 
+    if isinstance(report, AttachReport):
+        from loaderprof.report.attach_console import attach_markdown
+
+        return attach_markdown(report)
+
     return watch_markdown(report) if isinstance(report, WatchReport) else to_markdown(report)
 
 
@@ -114,7 +120,7 @@ def _trace(report: Any, strict: bool) -> str:
     return to_trace_json(report)
 
 
-_ALL: frozenset[ReportKind] = frozenset({"compare", "sweep", "watch"})
+_ALL: frozenset[ReportKind] = frozenset({"compare", "sweep", "watch", "attach"})
 _BOTH: frozenset[ReportKind] = frozenset({"compare", "sweep"})
 _COMPARE: frozenset[ReportKind] = frozenset({"compare"})
 _COMPARE_WATCH: frozenset[ReportKind] = frozenset({"compare", "watch"})
@@ -124,7 +130,7 @@ EXPORTERS: dict[str, Exporter] = {
     "json": _Text("--json", _ALL, _json),
     "save_baseline": _Text("--save-baseline", _COMPARE, _json),
     "csv": _Text("--csv", _BOTH, _csv),
-    "markdown": _Text("--markdown", _COMPARE_WATCH, _markdown),
+    "markdown": _Text("--markdown", _COMPARE_WATCH | {"attach"}, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),
     "html": _Text("--html", _COMPARE, _html),
     "trace": _Text("--trace", _COMPARE_WATCH, _trace),
@@ -135,6 +141,8 @@ Target = tuple[str, "str | Path"]
 
 
 def kind_of(report: AnyReport) -> ReportKind:
+    if isinstance(report, AttachReport):
+        return "attach"
     if isinstance(report, WatchReport):
         return "watch"
     return "sweep" if isinstance(report, SweepReport) else "compare"

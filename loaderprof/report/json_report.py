@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loaderprof.errors import UsageError
+from loaderprof.model.attached import AttachReport
 from loaderprof.model.codec import from_dict, to_dict
 from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
 from loaderprof.model.watch import WatchReport
@@ -15,12 +16,18 @@ from loaderprof.model.watch import WatchReport
 T = TypeVar("T")
 
 
-def to_json(report: Report | SweepReport | WatchReport, *, indent: int | None = 2) -> str:
+def to_json(
+    report: Report | SweepReport | WatchReport | AttachReport, *, indent: int | None = 2
+) -> str:
     return json.dumps(to_dict(report), indent=indent, allow_nan=False) + "\n"
 
 
 # The JSON schema of each kind of report (a sweep's is the compare report's).
-_SCHEMAS = {"compare": "report-v1.schema.json", "watch": "watch-v1.schema.json"}
+_SCHEMAS = {
+    "compare": "report-v1.schema.json",
+    "watch": "watch-v1.schema.json",
+    "attach": "attach-v1.schema.json",
+}
 
 
 def load_schema(kind: str = "compare") -> dict[str, Any]:
@@ -57,6 +64,7 @@ READERS = {
     # Nothing reads one back (watch prints its tables as it runs): saying so beats
     # naming the writer, which is not what the user needs next.
     "watch": "no loaderprof command reads watch reports back; its JSON follows schema watch-v1",
+    "attach": "no loaderprof command reads attach reports back; its JSON follows schema attach-v1",
 }
 
 
@@ -75,7 +83,8 @@ def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str
     got = kind_of(data)
     if got != wanted:
         reader = READERS.get(got, "not one loaderprof reads")
-        raise UsageError(f"{path} is a {got} report ({reader}); {needs}")
+        article = "an" if got[:1] in "aeiou" else "a"
+        raise UsageError(f"{path} is {article} {got} report ({reader}); {needs}")
 
 
 def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:

@@ -1,0 +1,76 @@
+"""`watch --pid PID`: a running job's worker pools, watched from outside.
+
+`commands/watch.py` registers the options (`AttachOptions`) and hands a run with
+`--pid` (or with no command at all, to say what is missing) over to `run`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loaderprof.commands.common import (
+    Outputs,
+    interrupted_line,
+    saved_code,
+    stderr_console,
+    stdout_console,
+)
+from loaderprof.config.options import AttachOptions, OutputOptions, fill
+from loaderprof.errors import INTERRUPTS, UsageError
+from loaderprof.model.units import fmt_seconds
+
+# Options of `watch -- COMMAND` that mean nothing to a job loaderprof did not start.
+_COMMAND_ONLY = {"fail_on": "--fail-on", "trace": "--trace"}
+
+
+def _refuse(values: dict[str, Any]) -> None:
+    if values["pid"] is None:
+        raise UsageError("watch needs a command after -- (or --pid PID for a running job)")
+    if values["command"]:
+        raise UsageError(
+            "--pid watches a job that is running; a command after -- starts one: give one or "
+            "the other"
+        )
+    for name, flag in _COMMAND_ONLY.items():
+        if values.get(name):
+            raise UsageError(f"{flag} is not for --pid (a job loaderprof did not start)")
+
+
+def run(values: dict[str, Any]) -> int:
+    from loaderprof.report.attach_console import render
+    from loaderprof.watching.attach import open_job
+    from loaderprof.watching.attach_report import attach
+    from loaderprof.watching.session import check_intervals
+
+    INTERRUPTS.install()
+    _refuse(values)
+    opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration", "interval")})
+    sample_ms, uss_ms = check_intervals(values["sample_interval"], values["uss_interval"])
+    interval_s = sample_ms / 1000 if opts.interval is None else opts.interval
+    out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown")})
+    # Every path is checked before the watch starts, by the registry that writes it.
+    outputs = Outputs("attach", out_opts)
+    job = " ".join(open_job(opts.pid).cmdline())
+    err = stderr_console()
+    until = f"for {fmt_seconds(opts.duration)}" if opts.duration else "until it exits"
+    if not values["quiet"]:
+        err.print(
+            f"loaderprof watch: watching pid {opts.pid} ({job}) from outside {until}; Ctrl-C "
+            "ends the watch, not the job",
+            style="dim",
+            highlight=False,
+        )
+    report = attach(
+        opts.pid,
+        interval_s=interval_s,
+        deep_interval_s=uss_ms / 1000,
+        duration_s=opts.duration,
+    )
+    # The tables first: a file that cannot be written loses nothing that was seen.
+    stdout_console(outputs.json_to_stdout).print(render(report))
+    saved = outputs.write(report)
+    late = INTERRUPTS.exit_code()
+    if late is not None:
+        err.print(interrupted_line(outputs, complete=True), style="yellow", highlight=False)
+        return late
+    return saved_code(saved)

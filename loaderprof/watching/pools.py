@@ -1,0 +1,289 @@
+"""Pure: a running job's worker pools as seen from outside (`watch --pid`).
+
+NOTE [pools from outside]: with no hook in the job, a DataLoader's workers are known
+only by what /proc says of each child process: its parent, when it was born, its
+command line. Workers of one iterator start together, so the job's Python children
+born from one parent within BIRTH_WINDOW_S of the first of them are one pool; its
+helpers (multiprocessing's resource tracker and forkserver, torch_shm_manager,
+anything that is not Python) are named by their command line and are no pool. A
+pool born after an earlier pool of the same parent, start method and size had
+exited replaced it: one lineage, rebuilt (its loader's workers started again); a
+pool that lives on through its own epochs is persistent. Epochs are inferred, from
+a lineage's births or from a pool's CPU activity (busy runs apart by idle pauses of
+at least PAUSE_MIN_S), and always said to be inferred: a main process that trains
+slower than its workers load leaves them idle mid-epoch too.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Workers of one iterator start within milliseconds of one another (spawn's included:
+# `Process.start` does not wait for the child's imports); an epoch is longer.
+BIRTH_WINDOW_S = 0.5
+# An idle run of a pool's workers shorter than this is a gap inside an epoch (the
+# main process training on a batch), not a pause between two.
+PAUSE_MIN_S = 0.3
+# A pool is busy in a tick where its workers together used at least this share of
+# one CPU: a DataLoader worker waiting on its index queue uses none.
+BUSY_CPU_SHARE = 0.10
+# Points a downsampled series keeps, whatever the watch's length (NOTE [bounded series]).
+SERIES_POINTS = 512
+
+
+# -- who a child process is ------------------------------------------------------
+
+HELPERS = {
+    "multiprocessing.resource_tracker": "resource tracker",
+    "multiprocessing.forkserver": "forkserver",
+    "multiprocessing.semaphore_tracker": "resource tracker",
+}
+
+
+def classify(cmdline: Sequence[str], exe: str, parent_cmdline: Sequence[str]) -> tuple[str, str]:
+    """(role, start method) of a child from its command line and its parent's: role
+    "worker" (a Python child that could be a DataLoader worker), or the helper it is
+    ("resource tracker", "forkserver", "torch_shm_manager", "not Python"); the start
+    method as it can be read ("spawn", "fork", "forkserver", or "" where unknown)."""
+    text = " ".join(cmdline)
+    server = "multiprocessing.forkserver" in " ".join(parent_cmdline)
+    # The forkserver's children are forked from it: its command line is theirs.
+    if server and list(cmdline) == list(parent_cmdline):
+        return "worker", "forkserver"
+    for module, name in HELPERS.items():
+        if module in text:
+            return name, ""
+    head = os.path.basename(cmdline[0]) if cmdline else os.path.basename(exe)
+    if "torch_shm_manager" in head or "torch_shm_manager" in os.path.basename(exe):
+        return "torch_shm_manager", ""
+    if not _python(head) and not _python(os.path.basename(exe)):
+        return "not Python", ""
+    if server:
+        return "worker", "forkserver"
+    if "multiprocessing.spawn" in text or "--multiprocessing-fork" in cmdline:
+        return "worker", "spawn"
+    # A forked child keeps its parent's command line.
+    if list(cmdline) == list(parent_cmdline):
+        return "worker", "fork"
+    return "worker", ""
+
+
+def _python(name: str) -> bool:
+    return name.startswith("python") or name.startswith("pypy")
+
+
+# -- bounded series ----------------------------------------------------------------
+
+# NOTE [bounded series]: a watch of hours at 50 ms would keep hundreds of thousands of
+# readings. A series keeps at most SERIES_POINTS buckets: when full, neighbours merge,
+# each bucket's time its first and each value its largest, so every peak survives
+# (the resolution halves, never the height).
+
+
+@dataclass
+class Bounded:
+    """A downsampled series of (seconds, values...) with every peak kept."""
+
+    points: int = SERIES_POINTS
+    rows: list[tuple[float, tuple[int | None, ...]]] = field(default_factory=list)
+    # Readings per bucket now (doubles at each merge) and in the last bucket so far.
+    per_bucket: int = 1
+    _in_last: int = 0
+
+    def add(self, t_s: float, values: tuple[int | None, ...]) -> None:
+        if self.rows and self._in_last < self.per_bucket:
+            t0, old = self.rows[-1]
+            self.rows[-1] = (t0, tuple(_most(a, b) for a, b in zip(old, values, strict=True)))
+            self._in_last += 1
+            return
+        if len(self.rows) >= self.points:
+            self._halve()
+            self.add(t_s, values)
+            return
+        self.rows.append((t_s, values))
+        self._in_last = 1
+
+    def _halve(self) -> None:
+        merged = []
+        for i in range(0, len(self.rows), 2):
+            pair = self.rows[i : i + 2]
+            t0 = pair[0][0]
+            vals = pair[0][1]
+            for _, other in pair[1:]:
+                vals = tuple(_most(a, b) for a, b in zip(vals, other, strict=True))
+            merged.append((t0, vals))
+        self.rows = merged
+        self.per_bucket *= 2
+        # The last bucket may hold one merged pair already: it counts as full.
+        self._in_last = self.per_bucket
+
+
+def _most(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
+
+
+# -- pools ---------------------------------------------------------------------------
+
+
+@dataclass
+class Pool:
+    """Workers of one parent born together: one generation of a lineage (`lineages`)."""
+
+    id: str
+    parent: int
+    start_method: str
+    born_s: float
+    pids: list[int] = field(default_factory=list)
+    exited: dict[int, float] = field(default_factory=dict)
+    activity: Activity = field(default_factory=lambda: Activity())
+    # (USS, PSS, RSS) of the pool's workers together, from readings of all of them.
+    series: Bounded = field(default_factory=Bounded)
+    peaks: tuple[int | None, ...] = (None, None, None)
+    # Other pools of its parent that were busy while it was idle.
+    idle_beside: set[str] = field(default_factory=set)
+
+    @property
+    def ended_s(self) -> float | None:
+        """When its last worker was seen gone; None while one lives."""
+        if len(self.exited) < len(self.pids):
+            return None
+        return max(self.exited.values(), default=None)
+
+    def alive(self) -> list[int]:
+        return [p for p in self.pids if p not in self.exited]
+
+    def record(self, t_s: float, totals: tuple[int, int | None, int]) -> None:
+        self.series.add(t_s, totals)
+        self.peaks = tuple(_most(a, b) for a, b in zip(self.peaks, totals, strict=True))
+
+
+# Generations whose series are kept once they ended; older ones keep their peaks only
+# (see NOTE [bounded series]), as for a job that rebuilds a pool every epoch for days.
+ENDED_SERIES_KEPT = 64
+
+
+class Pools:
+    """Places each worker as it is seen (in birth order) into its pool."""
+
+    def __init__(self, window_s: float = BIRTH_WINDOW_S) -> None:
+        self.window_s = window_s
+        self.pools: list[Pool] = []
+        self.by_pid: dict[int, Pool] = {}
+        # Parents whose pools turned out to hold processes with workers of their own
+        # (torchrun's ranks): not worker pools.
+        self.parents: set[int] = set()
+
+    def place(self, pid: int, parent: int, born_s: float, start_method: str) -> Pool:
+        if parent in self.by_pid:
+            self.parents.add(parent)
+        for pool in reversed(self.pools):
+            if (
+                pool.parent == parent
+                and pool.start_method == start_method
+                and 0 <= born_s - pool.born_s <= self.window_s
+            ):
+                pool.pids.append(pid)
+                self.by_pid[pid] = pool
+                return pool
+        pool = Pool(f"G{len(self.pools) + 1}", parent, start_method, born_s, [pid])
+        self.pools.append(pool)
+        self.by_pid[pid] = pool
+        return pool
+
+    def exited(self, pid: int, t_s: float) -> None:
+        pool = self.by_pid.get(pid)
+        if pool is None or pid in pool.exited:
+            return
+        pool.exited[pid] = t_s
+        if pool.ended_s is not None:
+            ended = [p for p in self.pools if p.ended_s is not None and p.series.rows]
+            for old in ended[:-ENDED_SERIES_KEPT]:
+                old.series = Bounded()
+
+    def worker_pools(self) -> list[Pool]:
+        """Pools of workers (not of processes that have workers of their own)."""
+        return [p for p in self.pools if not self.parents & set(p.pids)]
+
+
+def lineages(pools: Sequence[Pool], tolerance_s: float) -> list[list[Pool]]:
+    """Pools chained into lineages: a pool born once an earlier one of the same parent,
+    start method and size had exited replaced it (the latest such, whose lineage has
+    no later generation). `tolerance_s`: how late an exit may have been seen (one
+    interval): ended up to that much after the next was born still ended before it."""
+    chains: list[list[Pool]] = []
+    for pool in sorted(pools, key=lambda p: p.born_s):
+        ends = [
+            c
+            for c in chains
+            if c[-1].parent == pool.parent
+            and c[-1].start_method == pool.start_method
+            and len(c[-1].pids) == len(pool.pids)
+            and c[-1].ended_s is not None
+            and c[-1].ended_s - tolerance_s <= pool.born_s
+        ]
+        if ends:
+            max(ends, key=lambda c: c[-1].ended_s or 0.0).append(pool)
+        else:
+            chains.append([pool])
+    return chains
+
+
+# -- epochs inferred from a pool's CPU ------------------------------------------------
+
+
+@dataclass
+class Activity:
+    """A pool's busy runs (inferred epochs) and the pauses between them, fed tick by
+    tick: a pause is an idle run of at least PAUSE_MIN_S after a busy run, and its
+    reading the last memory reading taken wholly inside it (the pool after its epoch,
+    as `watch` reads a pause)."""
+
+    pause_min_s: float = PAUSE_MIN_S
+    busy_runs: int = 0
+    # (uss, rss) of the pool in each pause, bounded as any series (NOTE [bounded series]).
+    pauses: Bounded = field(default_factory=Bounded)
+    # Each pause's USS, for the median held while idle.
+    idle_uss: list[int] = field(default_factory=list)
+    _busy: bool = False
+    _idle_since: float | None = None
+    _reading: tuple[int, int] | None = None
+
+    def feed(self, t_s: float, busy: bool, reading: tuple[int, int] | None) -> None:
+        if busy:
+            if not self._busy and (self.busy_runs == 0 or self._pause_over(t_s)):
+                self.busy_runs += 1
+            self._busy, self._idle_since, self._reading = True, None, None
+            return
+        if self._busy:
+            self._busy, self._idle_since = False, t_s
+        if reading is not None and self._idle_since is not None:
+            self._reading = reading
+
+    def _pause_over(self, t_s: float) -> bool:
+        """The idle run that just ended was a pause: keep its reading."""
+        if self._idle_since is None or t_s - self._idle_since < self.pause_min_s:
+            return False
+        self._keep()
+        return True
+
+    def close(self, t_s: float) -> None:
+        """The watch ended: an idle run long enough by then was a pause too."""
+        idle_since = self._idle_since
+        if not self._busy and idle_since is not None and t_s - idle_since >= self.pause_min_s:
+            self._keep()
+        self._idle_since = None
+
+    def _keep(self) -> None:
+        if self._reading is not None:
+            self.pauses.add(float(self.busy_runs), self._reading)
+            if len(self.idle_uss) < 4 * SERIES_POINTS:
+                self.idle_uss.append(self._reading[0])
+        self._reading = None
+
+    def idle_median(self) -> int | None:
+        return int(statistics.median(self.idle_uss)) if self.idle_uss else None

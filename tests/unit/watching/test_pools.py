@@ -1,0 +1,179 @@
+"""See NOTE [pools from outside]. Grouping a job's children into pools and lineages,
+epochs inferred from CPU activity, and series that stay bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from loaderprof.watching.pools import (
+    BIRTH_WINDOW_S,
+    SERIES_POINTS,
+    Activity,
+    Bounded,
+    Pools,
+    classify,
+    lineages,
+)
+
+PY = "/usr/bin/python3"
+JOB = [PY, "train.py", "--lr", "0.1"]
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "exe", "parent", "expected"),
+    [
+        (
+            [PY, "-c", "from multiprocessing.resource_tracker import main;main(5)"],
+            PY,
+            JOB,
+            ("resource tracker", ""),
+        ),
+        (
+            [PY, "-c", "from multiprocessing.forkserver import main; main(7, 8)"],
+            PY,
+            JOB,
+            ("forkserver", ""),
+        ),
+        (
+            ["/x/torch/bin/torch_shm_manager", "/tmp/sock"],
+            "/x/torch/bin/torch_shm_manager",
+            JOB,
+            ("torch_shm_manager", ""),
+        ),
+        (["/bin/sh", "-c", "nvidia-smi"], "/bin/sh", JOB, ("not Python", "")),
+        (
+            [PY, "-c", "from multiprocessing.spawn import spawn_main", "--multiprocessing-fork"],
+            PY,
+            JOB,
+            ("worker", "spawn"),
+        ),
+        (JOB, PY, JOB, ("worker", "fork")),
+        ([PY, "other.py"], PY, JOB, ("worker", "")),
+    ],
+)
+def test_a_child_is_told_by_its_command_line(
+    cmdline: list[str], exe: str, parent: list[str], expected: tuple[str, str]
+) -> None:
+    assert classify(cmdline, exe, parent) == expected
+
+
+def test_a_forkservers_child_is_a_forkserver_worker() -> None:
+    server = [PY, "-c", "from multiprocessing.forkserver import main; main(7, 8)"]
+    # Forked from the server, it has the server's command line: not a second server.
+    assert classify(server, PY, server) == ("worker", "forkserver")
+    assert classify(server, PY, JOB) == ("forkserver", "")
+
+
+def test_workers_of_one_parent_born_together_are_one_pool() -> None:
+    pools = Pools()
+    a = pools.place(10, 1, 5.00, "fork")
+    b = pools.place(11, 1, 5.02, "fork")
+    # Another parent, and a later birth, are other pools.
+    c = pools.place(12, 2, 5.03, "fork")
+    d = pools.place(13, 1, 5.0 + BIRTH_WINDOW_S + 0.5, "fork")
+    assert a is b
+    assert len({id(a), id(c), id(d)}) == 3
+    assert a.pids == [10, 11]
+
+
+def test_processes_with_workers_of_their_own_are_no_pool() -> None:
+    pools = Pools()
+    pools.place(10, 1, 1.0, "spawn")  # two torchrun ranks
+    pools.place(11, 1, 1.0, "spawn")
+    workers = pools.place(20, 10, 3.0, "fork")
+    assert pools.parents == {10}
+    assert pools.worker_pools() == [workers]
+
+
+def _ended(pools: Pools, pids: list[int], t: float) -> None:
+    for pid in pids:
+        pools.exited(pid, t)
+
+
+def test_a_pool_born_after_its_like_exited_replaced_it() -> None:
+    pools = Pools()
+    train = pools.place(10, 1, 0.0, "fork")
+    pools.place(11, 1, 0.0, "fork")
+    for epoch in range(3):
+        t = 1.0 + 2 * epoch
+        pools.place(20 + 2 * epoch, 1, t, "fork")
+        pools.place(21 + 2 * epoch, 1, t, "fork")
+        _ended(pools, [20 + 2 * epoch, 21 + 2 * epoch], t + 0.5)
+    chains = lineages(pools.worker_pools(), tolerance_s=0.05)
+    assert [len(c) for c in chains] == [1, 3]
+    assert chains[0] == [train]
+
+
+def test_a_pool_of_another_size_or_alive_beside_it_is_another_lineage() -> None:
+    pools = Pools()
+    pools.place(10, 1, 0.0, "fork")
+    pools.place(11, 1, 0.0, "fork")
+    _ended(pools, [10, 11], 1.0)
+    pools.place(20, 1, 2.0, "fork")  # one worker, not two
+    pools.place(30, 1, 4.0, "fork")  # born while 20 lives
+    chains = lineages(pools.worker_pools(), tolerance_s=0.05)
+    assert [len(c) for c in chains] == [1, 1, 1]
+
+
+def test_an_exit_seen_a_tick_late_still_came_before_the_next_birth() -> None:
+    pools = Pools()
+    pools.place(10, 1, 0.0, "fork")
+    _ended(pools, [10], 1.04)  # seen gone at the first tick after it exited
+    pools.place(11, 1, 1.0, "fork")
+    assert [len(c) for c in lineages(pools.worker_pools(), tolerance_s=0.05)] == [2]
+    assert [len(c) for c in lineages(pools.worker_pools(), tolerance_s=0.0)] == [1, 1]
+
+
+def _feed(activity: Activity, pattern: str, *, dt: float = 0.1, uss: int = 100) -> float:
+    """B: a busy tick, i: an idle tick with a reading of `uss` (rising by one each)."""
+    t = 0.0
+    for i, mark in enumerate(pattern):
+        t += dt
+        activity.feed(t, mark == "B", None if mark == "B" else (uss + i, 2 * uss + i))
+    return t
+
+
+def test_busy_runs_apart_by_pauses_are_inferred_epochs() -> None:
+    activity = Activity(pause_min_s=0.3)
+    end = _feed(activity, "BBBiiiiBBBiiiiBBBiiii")
+    activity.close(end)
+    assert activity.busy_runs == 3
+    # One reading per pause: the last taken inside it.
+    assert [v for _, v in activity.pauses.rows] == [(106, 206), (113, 213), (120, 220)]
+    assert activity.idle_median() == 113
+
+
+def test_a_short_idle_gap_inside_an_epoch_is_no_pause() -> None:
+    activity = Activity(pause_min_s=0.3)
+    end = _feed(activity, "BBiBBiiBBBiiii")
+    activity.close(end)
+    assert activity.busy_runs == 1
+    assert len(activity.pauses.rows) == 1
+
+
+def test_an_idle_run_cut_short_by_the_watchs_end_is_no_pause() -> None:
+    activity = Activity(pause_min_s=0.3)
+    end = _feed(activity, "BBBiiiiBBBii")
+    activity.close(end)
+    assert activity.busy_runs == 2
+    assert len(activity.pauses.rows) == 1
+
+
+def test_a_bounded_series_keeps_its_size_and_every_peak() -> None:
+    series = Bounded(points=8)
+    values = [(i * 7919) % 1000 for i in range(1000)]
+    for i, v in enumerate(values):
+        series.add(float(i), (v, None))
+    assert len(series.rows) <= 8
+    assert max(v[0] or 0 for _, v in series.rows) == max(values)
+    # Times stay in order and begin where the series began.
+    times = [t for t, _ in series.rows]
+    assert times == sorted(times) and times[0] == 0.0
+
+
+def test_the_default_series_is_bounded_over_a_long_watch() -> None:
+    series = Bounded()
+    for i in range(20 * SERIES_POINTS):
+        series.add(i * 0.05, (i, i))
+    assert len(series.rows) <= SERIES_POINTS
+    assert series.rows[-1][1] == (20 * SERIES_POINTS - 1, 20 * SERIES_POINTS - 1)
