@@ -35,302 +35,213 @@ OUTPUTS = "Outputs"
 
 
 def opt(
-    *flags: str,
+    spec: str,
     help: str,
+    *,
     panel: str,
     default: Any = None,
     cli_type: Any = None,
     hidden: bool = False,
-    metavar: str | None = None,
 ) -> Any:
     """A field with what the CLI needs to show it.
 
+    spec: the option as --help shows it: its flags, then the value's name where it
+    takes one (`--num-workers -w N`); a flag alone names none (`--strict`), and an
+    option with no name of its own gets one from its type.
     cli_type: the type Typer parses when the API accepts more (batch size: 'none').
-    metavar: the value's name in --help (`--epochs N`); None: one from its type.
     """
+    words = spec.split()
+    flags = tuple(w for w in words if w.startswith("-"))
+    rest = words[len(flags) :]
     meta = {
         "flags": flags,
         "help": help,
         "panel": panel,
         "cli_type": cli_type,
         "hidden": hidden,
-        "metavar": metavar,
+        "metavar": rest[0] if rest else None,
     }
     return field(default=default, metadata=meta)
+
+
+# One per panel, so that the declarations below read as a table, a line or two each.
+def _essential(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=ESSENTIALS, **kw)
+
+
+def _loader(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=LOADER, **kw)
+
+
+def _measured(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=MEASUREMENT, **kw)
+
+
+def _stats(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=STATISTICS, **kw)
+
+
+def _gate(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=GATES, **kw)
+
+
+def _output(spec: str, help: str, **kw: Any) -> Any:
+    return opt(spec, help, panel=OUTPUTS, **kw)
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """How the DataLoader is built and how the trials are run and measured."""
 
-    args: tuple[str, ...] | Mapping[str, Any] | None = opt(
-        "--arg",
-        "-a",
-        help="Dataset keyword argument key=value (a Python literal, else a string); repeatable.",
-        metavar="KEY=VALUE",
-        panel=ESSENTIALS,
+    args: tuple[str, ...] | Mapping[str, Any] | None = _essential(
+        "--arg -a KEY=VALUE",
+        "Dataset keyword argument key=value (a Python literal, else a string); repeatable.",
         cli_type=list[str] | None,
     )
-    config: Path | None = opt(
-        "--config",
-        "-c",
-        help=(
-            "TOML config (or a pyproject.toml), used instead of the project's "
-            "\\[tool.loaderprof]; flags override it."
-        ),
-        metavar="FILE",
-        panel=ESSENTIALS,
+    config: Path | None = _essential(
+        "--config -c FILE",
+        "TOML config (or a pyproject.toml), used instead of the project's "
+        "\\[tool.loaderprof]; flags override it.",
     )
-    epochs: int | None = opt(
-        "--epochs", help="Epochs per trial (default: 5).", metavar="N", panel=ESSENTIALS
-    )
-    num_workers: int | None = opt(
-        "--num-workers",
-        "-w",
-        help="DataLoader workers (default: 2).",
-        metavar="N",
-        panel=ESSENTIALS,
-    )
-    batch_size: int | str | None = opt(
-        "--batch-size",
-        "-b",
-        help="Batch size, or 'none' to turn automatic batching off (default: 32).",
-        metavar="N|none",
-        panel=ESSENTIALS,
+    epochs: int | None = _essential("--epochs N", "Epochs per trial (default: 5).")
+    num_workers: int | None = _essential("--num-workers -w N", "DataLoader workers (default: 2).")
+    batch_size: int | str | None = _essential(
+        "--batch-size -b N|none",
+        "Batch size, or 'none' to turn automatic batching off (default: 32).",
         cli_type=str | None,
     )
-    prefetch_factor: int | None = opt(
-        "--prefetch-factor",
-        help="Batches prefetched per worker (default: torch's, 2).",
-        metavar="N",
-        panel=LOADER,
+    prefetch_factor: int | None = _loader(
+        "--prefetch-factor N", "Batches prefetched per worker (default: torch's, 2)."
     )
-    pin_memory: bool | None = opt(
+    pin_memory: bool | None = _loader(
         "--pin-memory/--no-pin-memory",
-        help="Pin batches (falls back with a warning without an accelerator).",
-        panel=LOADER,
+        "Pin batches (falls back with a warning without an accelerator).",
     )
-    mp_context: str | None = opt(
-        "--mp-context",
-        help="Worker start method: fork, spawn or forkserver (default: the platform's).",
-        metavar="METHOD",
-        panel=LOADER,
+    mp_context: str | None = _loader(
+        "--mp-context METHOD",
+        "Worker start method: fork, spawn or forkserver (default: the platform's).",
     )
-    shuffle: bool | None = opt(
-        "--shuffle/--no-shuffle",
-        help="Shuffle a map-style dataset (default: off).",
-        panel=LOADER,
+    shuffle: bool | None = _loader(
+        "--shuffle/--no-shuffle", "Shuffle a map-style dataset (default: off)."
     )
-    drop_last: bool | None = opt(
-        "--drop-last/--no-drop-last",
-        help="Drop the last incomplete batch (default: off).",
-        panel=LOADER,
+    drop_last: bool | None = _loader(
+        "--drop-last/--no-drop-last", "Drop the last incomplete batch (default: off)."
     )
-    in_order: bool | None = opt(
+    in_order: bool | None = _loader(
         "--in-order/--no-in-order",
-        help=(
-            "Deliver batches in sampler order (torch ≥ 2.6; default: on); off lets batches "
-            "overtake a slow worker's."
-        ),
-        panel=LOADER,
+        "Deliver batches in sampler order (torch ≥ 2.6; default: on); off lets batches "
+        "overtake a slow worker's.",
     )
-    timeout: float | None = opt(
-        "--timeout", help="DataLoader timeout in seconds (default: 0).", metavar="S", panel=LOADER
+    timeout: float | None = _loader("--timeout S", "DataLoader timeout in seconds (default: 0).")
+    collate_fn: str | None = _loader("--collate-fn M:FN", "Your collate function as module:attr.")
+    worker_init_fn: str | None = _loader(
+        "--worker-init-fn M:FN", "Your worker_init_fn as module:attr."
     )
-    collate_fn: str | None = opt(
-        "--collate-fn",
-        help="Your collate function as module:attr.",
-        metavar="M:FN",
-        panel=LOADER,
+    loader_class: str | None = _loader(
+        "--loader M:CLS",
+        "Your DataLoader class as module:attr (e.g. StatefulDataLoader), built with the"
+        " same arguments.",
     )
-    worker_init_fn: str | None = opt(
-        "--worker-init-fn",
-        help="Your worker_init_fn as module:attr.",
-        metavar="M:FN",
-        panel=LOADER,
-    )
-    loader_class: str | None = opt(
-        "--loader",
-        help=(
-            "Your DataLoader class as module:attr (e.g. StatefulDataLoader), built with the"
-            " same arguments."
-        ),
-        metavar="M:CLS",
-        panel=LOADER,
-    )
-    loader_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
-        "--loader-arg",
-        help="--loader keyword argument key=value; repeatable.",
-        metavar="K=V",
-        panel=LOADER,
+    loader_args: tuple[str, ...] | Mapping[str, Any] | None = _loader(
+        "--loader-arg K=V",
+        "--loader keyword argument key=value; repeatable.",
         cli_type=list[str] | None,
     )
-    val: str | None = opt(
-        "--val",
-        help=(
-            "A validation Dataset as module:attr: each epoch is a train pass, then a "
-            "validation pass."
-        ),
-        metavar="M:A",
-        panel=LOADER,
+    val: str | None = _loader(
+        "--val M:A",
+        "A validation Dataset as module:attr: each epoch is a train pass, then a validation pass.",
     )
-    val_args: tuple[str, ...] | Mapping[str, Any] | None = opt(
-        "--val-arg",
-        help="Validation Dataset keyword argument key=value; repeatable.",
-        metavar="K=V",
-        panel=LOADER,
+    val_args: tuple[str, ...] | Mapping[str, Any] | None = _loader(
+        "--val-arg K=V",
+        "Validation Dataset keyword argument key=value; repeatable.",
         cli_type=list[str] | None,
     )
-    val_batch_size: int | None = opt(
-        "--val-batch-size",
-        help="Validation batch size (default: train's).",
-        metavar="N",
-        panel=LOADER,
+    val_batch_size: int | None = _loader(
+        "--val-batch-size N", "Validation batch size (default: train's)."
     )
-    val_num_workers: int | None = opt(
-        "--val-num-workers",
-        help="Validation workers (default: train's).",
-        metavar="N",
-        panel=LOADER,
+    val_num_workers: int | None = _loader(
+        "--val-num-workers N", "Validation workers (default: train's)."
     )
-    step_ms: float | None = opt(
-        "--step-ms",
-        help="Simulated training step per batch, ms (default: 0).",
-        metavar="MS",
-        panel=LOADER,
+    step_ms: float | None = _loader(
+        "--step-ms MS", "Simulated training step per batch, ms (default: 0)."
     )
-    set_epoch: bool | None = opt(
+    set_epoch: bool | None = _loader(
         "--set-epoch/--no-set-epoch",
-        help=(
-            "Call set_epoch(epoch) on the sampler and Dataset before each epoch, as "
-            "training loops do (default: on)."
-        ),
-        panel=LOADER,
+        "Call set_epoch(epoch) on the sampler and Dataset before each epoch, as "
+        "training loops do (default: on).",
     )
-    epoch_hook: str | None = opt(
-        "--epoch-hook",
-        help="Your per-epoch change as module:FN, called FN(loader, epoch) before each epoch.",
-        metavar="M:FN",
-        panel=LOADER,
+    epoch_hook: str | None = _loader(
+        "--epoch-hook M:FN",
+        "Your per-epoch change as module:FN, called FN(loader, epoch) before each epoch.",
     )
-    sample_interval: float | None = opt(
-        "--sample-interval",
-        help="Memory sampling interval, ms (default: 50; 0: off, compare only).",
-        metavar="MS",
-        panel=MEASUREMENT,
+    sample_interval: float | None = _measured(
+        "--sample-interval MS", "Memory sampling interval, ms (default: 50; 0: off, compare only)."
     )
-    uss_interval: float | None = opt(
-        "--uss-interval",
-        help=(
-            "Most time between USS/PSS samples in an epoch, ms; reading them slows the "
-            "loader (default: 500)."
-        ),
-        metavar="MS",
-        panel=MEASUREMENT,
+    uss_interval: float | None = _measured(
+        "--uss-interval MS",
+        "Most time between USS/PSS samples in an epoch, ms; reading them slows the "
+        "loader (default: 500).",
     )
-    idle_ms: float | None = opt(
-        "--idle-ms",
-        help=(
-            "Pause after each epoch in which idle worker memory is sampled (default: 2 "
-            "sampling intervals)."
-        ),
-        metavar="MS",
-        panel=MEASUREMENT,
+    idle_ms: float | None = _measured(
+        "--idle-ms MS",
+        "Pause after each epoch in which idle worker memory is sampled (default: 2 "
+        "sampling intervals).",
     )
-    trials: int | str | None = opt(
-        "--trials",
-        help=(
-            "Trials per arm: 'auto' (default) stops once the verdict is settled or at "
-            "--max-trials; N fixes the plan."
-        ),
-        metavar="auto|N",
-        panel=MEASUREMENT,
+    trials: int | str | None = _measured(
+        "--trials auto|N",
+        "Trials per arm: 'auto' (default) stops once the verdict is settled or at "
+        "--max-trials; N fixes the plan.",
         cli_type=str,
     )
-    max_trials: int | None = opt(
-        "--max-trials",
-        help="Most trials per arm for --trials auto (default: 6).",
-        metavar="N",
-        panel=MEASUREMENT,
+    max_trials: int | None = _measured(
+        "--max-trials N", "Most trials per arm for --trials auto (default: 6)."
     )
-    memory_trials: int | None = opt(
-        "--memory-trials",
-        help="Memory trials per arm (sampled deeply, not timed), run first (default: 2).",
-        metavar="N",
-        panel=MEASUREMENT,
+    memory_trials: int | None = _measured(
+        "--memory-trials N",
+        "Memory trials per arm (sampled deeply, not timed), run first (default: 2).",
     )
-    warmup_trials: int | None = opt(
-        "--warmup-trials",
-        help="Trials per arm run first, not counted (default: 0).",
-        metavar="N",
-        panel=MEASUREMENT,
+    warmup_trials: int | None = _measured(
+        "--warmup-trials N", "Trials per arm run first, not counted (default: 0)."
     )
-    seed: int | None = opt(
-        "--seed",
-        help="Seed for order, shuffle, bootstrap (default: 0).",
-        metavar="N",
-        panel=MEASUREMENT,
+    seed: int | None = _measured("--seed N", "Seed for order, shuffle, bootstrap (default: 0).")
+    trial_timeout: float | None = _measured(
+        "--trial-timeout S", "Seconds before a trial is killed (default: 900)."
     )
-    trial_timeout: float | None = opt(
-        "--trial-timeout",
-        help="Seconds before a trial is killed (default: 900).",
-        metavar="S",
-        panel=MEASUREMENT,
-    )
-    digests: bool | None = opt(
+    digests: bool | None = _measured(
         "--digests/--no-digests",
-        help="Digest every sample's content (finds duplicates and carried RNG; costs epoch time).",
-        panel=MEASUREMENT,
+        "Digest every sample's content (finds duplicates and carried RNG; costs epoch time).",
     )
-    max_batches: int | None = opt(
-        "--max-batches",
-        help="Cut every epoch to N batches and project full epochs from the per-batch time.",
-        metavar="N",
-        panel=MEASUREMENT,
+    max_batches: int | None = _measured(
+        "--max-batches N",
+        "Cut every epoch to N batches and project full epochs from the per-batch time.",
     )
-    epoch_samples: int | None = opt(
-        "--epoch-samples",
-        help="Samples per full epoch of an IterableDataset without len().",
-        metavar="N",
-        panel=MEASUREMENT,
+    epoch_samples: int | None = _measured(
+        "--epoch-samples N", "Samples per full epoch of an IterableDataset without len()."
     )
-    fresh_interpreter: bool | None = opt(
+    fresh_interpreter: bool | None = _measured(
         "--fresh-interpreter/--template",
-        help="Start every trial as a fresh interpreter, not a fork of a warm template (slower).",
-        panel=MEASUREMENT,
+        "Start every trial as a fresh interpreter, not a fork of a warm template (slower).",
     )
-    full_detail: bool | None = opt(
+    full_detail: bool | None = _output(
         "--full-detail/--bounded-detail",
-        help=(
-            "Keep every batch span and memory sample in the JSON (by default long trials "
-            "are downsampled)."
-        ),
-        panel=OUTPUTS,
+        "Keep every batch span and memory sample in the JSON (by default long trials "
+        "are downsampled).",
     )
-    state_checks: bool | None = opt(
+    state_checks: bool | None = _measured(
         "--state-checks/--no-state-checks",
-        help=(
-            "Fingerprint the Dataset each epoch in the main process and every worker (default: on)."
-        ),
-        panel=MEASUREMENT,
+        "Fingerprint the Dataset each epoch in the main process and every worker (default: on).",
     )
-    train_epochs: int | None = opt(
-        "--train-epochs",
-        help="Epochs of your real training, for the total saving (default: --epochs).",
-        metavar="N",
-        panel=STATISTICS,
+    train_epochs: int | None = _stats(
+        "--train-epochs N",
+        "Epochs of your real training, for the total saving (default: --epochs).",
     )
-    min_gain: float | None = opt(
-        "--min-gain",
-        help="Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05).",
-        metavar="F",
-        panel=STATISTICS,
+    min_gain: float | None = _stats(
+        "--min-gain F",
+        "Smallest steady-epoch saving worth enabling for, as a fraction (default: 0.05).",
     )
-    memory_budget: str | int | None = opt(
-        "--memory-budget",
-        help="Peak PSS of the whole run allowed with persistence, e.g. 8GiB.",
-        metavar="SIZE",
-        panel=STATISTICS,
+    memory_budget: str | int | None = _stats(
+        "--memory-budget SIZE",
+        "Peak PSS of the whole run allowed with persistence, e.g. 8GiB.",
         cli_type=str | None,
     )
 
@@ -360,28 +271,19 @@ class RunOptions:
 class GateOptions:
     """CI gates: what fails the run, and the baseline relative gates compare against."""
 
-    fail_on: tuple[str, ...] | None = opt(
-        "--fail-on",
-        help=(
-            "Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
-            "peak_worker_uss:<=1.5GiB, first_batch_s:+10%, finding:ID."
-        ),
-        metavar="METRIC:LIMIT",
-        panel=GATES,
+    fail_on: tuple[str, ...] | None = _gate(
+        "--fail-on METRIC:LIMIT",
+        "Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
+        "peak_worker_uss:<=1.5GiB, first_batch_s:+10%, finding:ID.",
         cli_type=list[str] | None,
     )
-    gates: Path | None = opt(
-        "--gates",
-        help="TOML file with a \\[gates] (or \\[tool.loaderprof.gates]) table.",
-        metavar="FILE",
-        panel=GATES,
+    gates: Path | None = _gate(
+        "--gates FILE", "TOML file with a \\[gates] (or \\[tool.loaderprof.gates]) table."
     )
-    strict: bool = opt("--strict", help="Inconclusive gates fail too.", panel=GATES, default=False)
-    baseline: Path | None = opt(
-        "--baseline", help="A saved report to compare against.", panel=GATES
-    )
-    save_baseline: Path | None = opt(
-        "--save-baseline", help="Save the full report here as a future baseline.", panel=GATES
+    strict: bool = _gate("--strict", "Inconclusive gates fail too.", default=False)
+    baseline: Path | None = _gate("--baseline", "A saved report to compare against.")
+    save_baseline: Path | None = _gate(
+        "--save-baseline", "Save the full report here as a future baseline."
     )
 
 
@@ -389,79 +291,45 @@ class GateOptions:
 class OutputOptions:
     """Where the report goes besides the terminal; every path is checked before any trial."""
 
-    json: str | None = opt(
-        "--json",
-        help="Write the JSON report here ('-' for stdout).",
-        metavar="PATH|-",
-        panel=ESSENTIALS,
+    json: str | None = _essential("--json PATH|-", "Write the JSON report here ('-' for stdout).")
+    csv: Path | None = _output("--csv", "Write one tidy row per trial × epoch here.")
+    markdown: Path | None = _output(
+        "--markdown", "Write the tables, verdict, gates and findings as Markdown."
     )
-    csv: Path | None = opt(
-        "--csv", help="Write one tidy row per trial × epoch here.", panel=OUTPUTS
-    )
-    markdown: Path | None = opt(
-        "--markdown",
-        help="Write the tables, verdict, gates and findings as Markdown.",
-        panel=OUTPUTS,
-    )
-    junit: Path | None = opt("--junit", help="Write one JUnit testcase per gate.", panel=OUTPUTS)
-    html: Path | None = opt(
-        "--html",
-        help="Write one self-contained HTML page (a CI artifact).",
-        panel=OUTPUTS,
-    )
-    plot: Path | None = opt("--plot", help="Draw memory and lifelines (PNG or SVG).", panel=OUTPUTS)
-    trace: Path | None = opt(
-        "--trace", help="Write a Chrome trace (open in ui.perfetto.dev).", panel=OUTPUTS
-    )
+    junit: Path | None = _output("--junit", "Write one JUnit testcase per gate.")
+    html: Path | None = _output("--html", "Write one self-contained HTML page (a CI artifact).")
+    plot: Path | None = _output("--plot", "Draw memory and lifelines (PNG or SVG).")
+    trace: Path | None = _output("--trace", "Write a Chrome trace (open in ui.perfetto.dev).")
 
 
 @dataclass(frozen=True)
 class UiOptions:
     """How the terminal output looks."""
 
-    verbose: bool = opt(
-        "--verbose",
-        "-v",
-        help="Show everything, not one screen: n and RSS, every epoch and worker, evidence.",
-        panel=ESSENTIALS,
+    verbose: bool = _essential(
+        "--verbose -v",
+        "Show everything, not one screen: n and RSS, every epoch and worker, evidence.",
         default=False,
     )
-    quiet: bool = opt("--quiet", "-q", help="No progress bar.", panel=OUTPUTS, default=False)
-    debug: bool = opt("--debug", help="Show tracebacks on errors.", panel=OUTPUTS, default=False)
+    quiet: bool = _output("--quiet -q", "No progress bar.", default=False)
+    debug: bool = _output("--debug", "Show tracebacks on errors.", default=False)
 
 
 @dataclass(frozen=True)
 class SweepOptions:
     """The grid of a sweep: comma lists, one value each for the other run options."""
 
-    num_workers: str | list[int] | None = opt(
-        "--num-workers",
-        "-w",
-        help="e.g. 0,2,4,8 (default: 0,2).",
-        metavar="N,N,...",
-        panel=ESSENTIALS,
-        cli_type=str | None,
+    num_workers: str | list[int] | None = _essential(
+        "--num-workers -w N,N,...", "e.g. 0,2,4,8 (default: 0,2).", cli_type=str | None
     )
-    prefetch_factor: str | list[int | None] | None = opt(
-        "--prefetch-factor",
-        help="e.g. 2,4 (default: torch's).",
-        metavar="N,N,...",
-        panel=LOADER,
-        cli_type=str | None,
+    prefetch_factor: str | list[int | None] | None = _loader(
+        "--prefetch-factor N,N,...", "e.g. 2,4 (default: torch's).", cli_type=str | None
     )
-    mp_context: str | list[str | None] | None = opt(
-        "--mp-context",
-        help="e.g. fork,spawn (default: the platform's).",
-        metavar="METHOD,...",
-        panel=LOADER,
-        cli_type=str | None,
+    mp_context: str | list[str | None] | None = _loader(
+        "--mp-context METHOD,...", "e.g. fork,spawn (default: the platform's).", cli_type=str | None
     )
-    persistent: str | list[bool] | None = opt(
-        "--persistent",
-        help="on, off or on,off (default: on,off).",
-        metavar="on,off",
-        panel=LOADER,
-        cli_type=str | None,
+    persistent: str | list[bool] | None = _loader(
+        "--persistent on,off", "on, off or on,off (default: on,off).", cli_type=str | None
     )
 
 
@@ -474,11 +342,10 @@ class WatchStopOptions:
     options live beside it)."""
 
     kill_after: float = opt(
-        "--kill-after",
-        help="Seconds the command has to stop by itself after Ctrl-C or SIGTERM "
+        "--kill-after S",
+        "Seconds the command has to stop by itself after Ctrl-C or SIGTERM "
         "(forwarded to it: a training script saves its checkpoint) before SIGTERM, then "
         f"SIGKILL; a second Ctrl-C ends it at once. Default {_KILL_AFTER_S:g}.",
-        metavar="S",
         panel="Stopping",
         default=_KILL_AFTER_S,
     )
@@ -501,25 +368,22 @@ class AttachOptions:
     """`watch --pid`: a job that is already running, watched from outside."""
 
     pid: int | None = opt(
-        "--pid",
-        help="Watch the running job PID from outside instead of running a command: its "
+        "--pid PID",
+        "Watch the running job PID from outside instead of running a command: its "
         "worker pools, their memory and lifecycle, read from /proc (nothing is loaded "
         "into the job, nothing signals it).",
-        metavar="PID",
         panel="Running job",
     )
     duration: float | None = opt(
-        "--duration",
-        help="With --pid: stop watching after S seconds (default: when the job exits, "
+        "--duration S",
+        "With --pid: stop watching after S seconds (default: when the job exits, "
         "or Ctrl-C, which ends the watch, not the job).",
-        metavar="S",
         panel="Running job",
     )
     interval: float | None = opt(
-        "--interval",
-        help="With --pid: seconds between readings of the job's processes (default: "
+        "--interval S",
+        "With --pid: seconds between readings of the job's processes (default: "
         "watch's --sample-interval, 0.05); USS/PSS at most every --uss-interval.",
-        metavar="S",
         panel="Running job",
     )
 
