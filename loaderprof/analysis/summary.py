@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from loaderprof.measure import readings
-from loaderprof.model.results import ArmSummary, Stat, TrialResult
+from loaderprof.model.results import ARM_LABEL, ArmSummary, Stat, TrialResult
 
 NOISY_REL_IQR = 0.10
 
@@ -23,7 +23,7 @@ def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
 def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:
     """See NOTE [timing and memory trials]. The trials whose epoch times count (the
     sampler held still in them), not the memory trials."""
-    return [t for t in _measured(trials) if t.role != "memory"]
+    return [t for t in _measured(trials) if t.times_epochs]
 
 
 def _memory_source(trials: Sequence[TrialResult], attr: str) -> list[TrialResult]:
@@ -177,6 +177,8 @@ def workers_reused(trials: Sequence[TrialResult]) -> bool | None:
 
 
 def noise_warnings(name: str, s: ArmSummary) -> list[str]:
+    """The arm named as every table names it ("non-persistent", not its key)."""
+    name = ARM_LABEL.get(name, name)
     out = []
     for label, stat in (("steady epoch", s.steady_epoch_s), ("cold epoch", s.cold_epoch_s)):
         if stat is not None and stat.n >= 3 and stat.rel_iqr > NOISY_REL_IQR:

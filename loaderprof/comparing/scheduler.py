@@ -136,7 +136,7 @@ def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:
     looks = set(look_points(cfg.max_trials))
 
     def stop(results: Sequence[TrialResult]) -> bool:
-        measured = [t for t in results if not t.warmup and t.role != "memory"]
+        measured = [t for t in results if not t.warmup and t.times_epochs]
         k = sum(t.arm == ARM_PERSISTENT.arm for t in measured)
         if k not in looks or 2 * k != len(measured) or k == cfg.max_trials:
             return False

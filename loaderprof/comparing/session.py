@@ -120,7 +120,7 @@ def build_report(
         findings_checked=findings_checked(report),
         plan=_plan_outcome(
             cfg,
-            sum(t.role != "memory" for t in p.trials),
+            sum(t.times_epochs for t in p.trials),
             settled,
             # One wording for a plan a signal or a failure cut short (NOTE [partial reports]).
             plan_words(report, planned=cfg.max_trials if cfg.adaptive else cfg.fixed_trials),
@@ -130,7 +130,7 @@ def build_report(
 
 def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:
     """Every trial complete, and as many timing trials per arm as the plan may end with."""
-    counts = {sum(t.role != "memory" for t in a.trials) for a in arms.values()}
+    counts = {sum(t.times_epochs for t in a.trials) for a in arms.values()}
     planned = set(look_points(cfg.max_trials)) if cfg.adaptive else {cfg.fixed_trials}
     return (
         len(counts) == 1
@@ -285,7 +285,7 @@ def _compare_arms(
         seed=cfg.seed,
         train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
         memory_budget_bytes=cfg.memory_budget_bytes,
-        confidence=_confidence(cfg, sum(t.role != "memory" for t in p.trials)),
+        confidence=_confidence(cfg, sum(t.times_epochs for t in p.trials)),
     )
     return comparison, info
 

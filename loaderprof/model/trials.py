@@ -295,6 +295,12 @@ class TrialResult:
     # sized after the epochs when a worker's pickle was ≥ 1 MiB.
     dataset_attribute_bytes: Mapping[str, int] = field(default_factory=dict)
 
+    @property
+    def times_epochs(self) -> bool:
+        """Its epoch times count (NOTE [timing and memory trials]): not a memory trial,
+        whose deep sampling held its epochs up."""
+        return self.role != "memory"
+
 
 @dataclass(frozen=True)
 class TrialMemory:

@@ -180,13 +180,17 @@ def verdict_panel(report: Report) -> RenderableType:
             title="verdict",
             title_align="left",
         )
-    body = Text()
-    body.append(f"{v.recommendation.upper()}  ", style=VERDICT_STYLE[v.recommendation])
-    body.append(v.headline)
+    head = Text()
+    head.append(f"{v.recommendation.upper()}  ", style=VERDICT_STYLE[v.recommendation])
+    head.append(v.headline)
+    # A grid, so that a reason that wraps hangs under its own first word.
+    reasons = Table.grid(padding=(0, 1))
+    reasons.add_column(justify="right", width=2)
+    reasons.add_column(ratio=1)
     for reason in v.reasons:
-        body.append(f"\n • {reason}")
+        reasons.add_row("•", reason)
     return Panel(
-        body,
+        Group(head, reasons),
         title="verdict",
         title_align="left",
         border_style=VERDICT_STYLE[v.recommendation].split()[-1],

@@ -349,7 +349,7 @@ def matplotlib_svg(report: Report) -> str:
 
 def _timed(arm: ArmResult) -> list[TrialResult]:
     """The trials that time epochs (a memory trial's are held up by its sampling)."""
-    timing = [t for t in arm.trials if t.role != "memory"]
+    timing = [t for t in arm.trials if t.times_epochs]
     return timing or list(arm.trials)
 
 

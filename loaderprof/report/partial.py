@@ -22,14 +22,14 @@ def _why(failed: bool) -> str:
     return "stopped by a failure" if failed else "interrupted"
 
 
-def _timed(t: TrialResult) -> bool:
-    """A trial that ran to its end and measured epoch times (not a warm-up or memory trial)."""
-    return t.error is None and not t.warmup and t.role != "memory"
+def counted(t: TrialResult) -> bool:
+    """A trial that ran to its end and whose epoch times count (not a warm-up)."""
+    return t.error is None and not t.warmup and t.times_epochs
 
 
 def timed_trials(report: Report) -> dict[str, int]:
     """Per arm, the timed trials that ran to their end."""
-    return {name: sum(_timed(t) for t in arm.trials) for name, arm in report.arms.items()}
+    return {name: sum(counted(t) for t in arm.trials) for name, arm in report.arms.items()}
 
 
 def plan_words(report: Report, planned: int | None = None) -> str | None:
@@ -52,7 +52,7 @@ def unmeasured_arms(report: Report) -> set[str]:
 
 def sweep_counts(report: Any) -> tuple[int, int, int]:
     """(configurations measured, fewest and most finished trials per configuration)."""
-    ran = [sum(_timed(t) for t in p.trials) for p in report.points]
+    ran = [sum(counted(t) for t in p.trials) for p in report.points]
     return sum(n > 0 for n in ran), min(ran, default=0), max(ran, default=0)
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.console import cell, num, unit_of
 from loaderprof.report.partial import (
-    _timed,
+    counted,
     point_failed,
     point_note,
     sweep_basis,
@@ -70,7 +70,7 @@ def _ran_words(report: Any) -> str:
     """What an incomplete sweep ran, plainly: '7 configurations ran all 2 planned
     trials, 1 ran 1, 1 ran none'."""
     planned = plural(report.config["trials"], "planned trial")
-    ran = Counter(sum(_timed(t) for t in p.trials) for p in report.points)
+    ran = Counter(sum(counted(t) for t in p.trials) for p in report.points)
     words: list[str] = []
     for n, k in sorted(ran.items(), reverse=True):
         if words:
