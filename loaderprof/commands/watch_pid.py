@@ -44,9 +44,10 @@ def run(values: dict[str, Any]) -> int:
 
     INTERRUPTS.install()
     _refuse(values)
-    opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration", "interval")})
+    opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration")})
     sample_ms, uss_ms = check_intervals(values["sample_interval"], values["uss_interval"])
-    interval_s = sample_ms / 1000 if opts.interval is None else opts.interval
+    # The job's tree is read every --sample-interval, as watch samples a command's.
+    interval_s = sample_ms / 1000
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown")})
     # Every path is checked before the watch starts, by the registry that writes it.
     outputs = Outputs("attach", out_opts)

@@ -360,6 +360,7 @@ WATCH_HELP: dict[str, tuple[str, str | None]] = {
         "finding:ID",
     ),
     "quiet": ("No 'running' (or 'watching') line before the report.", None),
+    "markdown": ("Write the tables and findings as Markdown.", None),
 }
 
 
@@ -378,12 +379,6 @@ class AttachOptions:
         "--duration S",
         "With --pid: stop watching after S seconds (default: when the job exits, "
         "or Ctrl-C, which ends the watch, not the job).",
-        panel="Running job",
-    )
-    interval: float | None = opt(
-        "--interval S",
-        "With --pid: seconds between readings of the job's processes (default: "
-        "watch's --sample-interval, 0.05); USS/PSS at most every --uss-interval.",
         panel="Running job",
     )
 

@@ -62,7 +62,8 @@ def check_intervals(sample_ms: float | None, uss_ms: float | None) -> tuple[floa
     run is always sampled: an interval too short to read /proc in would spin the sampler
     on the CPUs the training needs."""
     sample_ms = RunConfig.sample_interval_ms if sample_ms is None else sample_ms
-    uss_ms = RunConfig.uss_interval_ms if uss_ms is None else uss_ms
+    # Not given, the deep interval follows a longer --sample-interval rather than refuse it.
+    uss_ms = max(RunConfig.uss_interval_ms, sample_ms) if uss_ms is None else uss_ms
     for flag, ms in (("--sample-interval", sample_ms), ("--uss-interval", uss_ms)):
         if not math.isfinite(ms):  # nan passes every comparison below
             raise UsageError(f"{flag} {ms:g}: use a finite number of ms")

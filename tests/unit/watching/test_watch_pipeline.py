@@ -141,6 +141,8 @@ def test_watch_sampling_intervals_are_checked_before_the_command_runs() -> None:
     assert check_intervals(50.0, 500.0) == (50.0, 500.0)
     # Not given: compare's defaults, from the one RunConfig.
     assert check_intervals(None, None) == (50.0, 500.0)
+    # A long --sample-interval alone (a watch of days): the deep interval follows it.
+    assert check_intervals(1000.0, None) == (1000.0, 1000.0)
     with pytest.raises(UsageError, match="--sample-interval 0 ms: use ≥ 5 ms"):
         check_intervals(0.0, 500.0)
     with pytest.raises(UsageError, match="--uss-interval 10 ms must be ≥"):
