@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from loaderprof.commands.common import (
     Outputs,
-    interrupted_line,
     saved_code,
     stderr_console,
     stdout_console,
@@ -72,6 +72,15 @@ def run(values: dict[str, Any]) -> int:
     saved = outputs.write(report)
     late = INTERRUPTS.exit_code()
     if late is not None:
-        err.print(interrupted_line(outputs, complete=True), style="yellow", highlight=False)
+        # The signal ended the watch before anything was printed: the report covers
+        # what was seen until then, and the job was never touched.
+        name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
+        files = f"; written to {', '.join(outputs.written)}" if outputs.written else ""
+        err.print(
+            f"loaderprof: {name} ended the watch (the job goes on); the report covers what "
+            f"was seen until then{files}",
+            style="yellow",
+            highlight=False,
+        )
         return late
     return saved_code(saved)

@@ -65,6 +65,14 @@ class ArmResult:
     summary: ArmSummary
     warmup_trials: tuple[TrialResult, ...] = ()
 
+    @property
+    def shown_trial(self) -> TrialResult | None:
+        """The trial whose epochs a screen shows: the first that times its epochs
+        (NOTE [timing and memory trials]), so its times agree with the summary's."""
+        return next((t for t in self.trials if t.times_epochs), None) or (
+            self.trials[0] if self.trials else None
+        )
+
 
 @dataclass(frozen=True)
 class Comparison:

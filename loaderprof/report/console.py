@@ -81,7 +81,7 @@ def summary_table(report: Report) -> Table:
 
 
 def epochs_table(report: Report) -> Table:
-    t = titled("Epoch wall times (first trial per arm; * = worker started that epoch)")
+    t = titled("Epoch wall times (first timed trial per arm; * = worker started that epoch)")
     t.add_column("epoch", justify="right")
     for label in ARM_SHORT.values():
         t.add_column(label, justify="right")
@@ -90,7 +90,7 @@ def epochs_table(report: Report) -> Table:
     # Rows by epoch number, so an arm whose trial stopped early (or has a gap)
     # shows "–" in the epochs it lacks instead of shifting the later ones up.
     by_epoch = [
-        {e.epoch: e for e in report.arms[n].trials[0].epochs} if report.arms[n].trials else {}
+        {e.epoch: e for e in shown.epochs} if (shown := report.arms[n].shown_trial) else {}
         for n in ("persistent", "non_persistent")
     ]
 
@@ -336,7 +336,7 @@ def brief_lifelines(report: Report) -> Text:
     per_arm: dict[str, list[str]] = {}
     for arm, _, marks, _ in lifeline_rows(report):
         per_arm.setdefault(arm, []).append(marks)
-    text = Text("lifelines (first trial; ● new process, ━ same as before)")
+    text = Text("lifelines (first timed trial; ● new process, ━ same as before)")
     reused = {ARM_LABEL[name]: _reused(arm) for name, arm in report.arms.items()}
     for arm, lines in per_arm.items():
         counts = ", ".join(f"{m} ×{lines.count(m)}" for m in dict.fromkeys(lines))
@@ -440,10 +440,9 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
     · nothing served by that slot."""
     rows = []
     for name in ("persistent", "non_persistent"):
-        trials = report.arms[name].trials
-        if not trials:
+        t = report.arms[name].shown_trial
+        if t is None:
             continue
-        t = trials[0]
         # The train loader's workers (a validation pool's are counted in the summary).
         train = [w for w in t.workers if w.loader == "train"]
         wid_of = {w.pid: w.worker_id for w in train}
@@ -460,7 +459,7 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
 
 
 def lifelines_table(report: Report) -> Table:
-    t = titled("Worker lifelines (first trial; ● new process, ━ same process as before)")
+    t = titled("Worker lifelines (first timed trial; ● new process, ━ same as before)")
     t.add_column("arm")
     t.add_column("worker", justify="right")
     t.add_column("epochs 1..N")

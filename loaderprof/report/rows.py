@@ -155,10 +155,13 @@ def _peak_rss(arm: ArmResult) -> str:
 def first_item_extra(arm: ArmResult) -> Stat | None:
     """What a worker's first batch took beyond its typical one (its first fetch to its
     first batch, less its median batch): the start-up a Dataset pays on its first item,
-    a lazy open(). From the workers' own timings; None where a trial lacks them."""
+    a lazy open(). From the workers' own timings in the trials that time their epochs,
+    as worker start-up is (a memory trial's deep sampling holds its workers up);
+    None where they lack them."""
     extras = [
         max(0.0, w.first_batch_s - w.first_fetch_s - w.median_batch_s)
         for t in arm.trials
+        if t.times_epochs
         for w in t.workers
         if w.loader == "train"
         and w.first_batch_s is not None

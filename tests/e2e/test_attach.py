@@ -248,6 +248,8 @@ def test_duration_and_ctrl_c_end_the_watch_not_the_job(tmp_path: Path) -> None:
             time.sleep(0.05)
         _, stderr = finish(watch, timeout=30)
         assert watch.returncode == 130, stderr
+        assert "SIGINT ended the watch (the job goes on)" in stderr, stderr
+        assert "after the report" not in stderr
         report = _report(out2)
         assert (report["ended_by"], report["interrupted"]) == ("interrupt", True)
         (pool,) = report["pools"]

@@ -284,3 +284,19 @@ def test_a_failed_rank_makes_the_job_incomplete_and_is_named() -> None:
     # Nothing failed: nothing changes.
     fine = distributed.summarize([(0, "h", _rank_report(2)), (1, "h", _rank_report(2))])
     assert distributed.mark_failed_ranks(reports[0][2], fine) is reports[0][2]
+
+
+@pytest.mark.parametrize(
+    ("total", "words"),
+    [
+        # 9 steady epochs × 0.5 s, nothing taken off.
+        (4.5, "over 10 epochs that saves about 4.50 s (9 steady epochs × 500.0 ms)"),
+        # A first epoch 1.2 s slower with persistence is taken off the sum.
+        (3.3, "about 3.30 s (9 steady epochs × 500.0 ms, less a first epoch 1.20 s slower"),
+    ],
+)
+def test_the_total_saving_shows_its_sum(total: float, words: str) -> None:
+    p, n = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
+    c = _comparison(Ratio(0.5, 0.45, 0.55), 0.001, saved_s_total=total)
+    v = decide(VerdictInputs(c, summarize_arm([p]), summarize_arm([n]), min_gain=0.05))
+    assert any(words in r for r in v.reasons), v.reasons

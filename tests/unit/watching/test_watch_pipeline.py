@@ -76,6 +76,19 @@ def test_a_rebuilt_loader_and_a_non_persistent_candidate() -> None:
     assert ids == ["loader-recreated", "persistence-candidate"]
 
 
+def test_a_candidate_is_read_from_the_epochs_after_the_cold_one() -> None:
+    # A cold first epoch (0.8 s of waiting) must not set the figure a user is told
+    # every epoch pays: the later ones wait 0.3 s and 0.5 s.
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    for start, wait in ((1.0, 0.8), (3.0, 0.3), (5.0, 0.5)):
+        evs += _epoch("L1", start, wait, 1.0, (int(start * 100), int(start * 100) + 1))
+    found = loaders(by_kind(evs), [], {}, 0, int(7 * S))
+    (cand,) = [f for f in find(found, pools(found, 7.0), ()) if f.id == "persistence-candidate"]
+    assert cand.evidence["steady_epochs"] == 2 and cand.evidence["epochs"] == 3
+    assert cand.evidence["median_first_batch_s"] == pytest.approx(0.4)
+    assert "its 2 epochs after the first waited a median 0.40 s" in cand.title
+
+
 def test_only_worker_processes_count_as_leaked() -> None:
     evs = [_loader("L1", 0.1, "t.py:3", True), *_epoch("L1", 1.0, 0.1, 0.5, (201, 202))]
     found = loaders(by_kind(evs), [], {}, 0, int(2 * S))
