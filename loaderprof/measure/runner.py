@@ -498,8 +498,10 @@ def _trial_error(
                     for e in events
                     if e["ev"] == Ev.GETITEM_ERROR and e.get("worker_id") == ev.get("worker_id")
                 ]
-                if failed:
-                    message += f" at index {failed[-1]['index']}"
+                where = f" at index {failed[-1]['index']}" if failed else ""
+                # The Dataset's own message may name the index already.
+                if where and where not in message:
+                    message += where
             elif kind == "worker_died":
                 message = _died_message(ev, worker_of, samples)
             return TrialError(

@@ -108,14 +108,20 @@ def check_rebuilt(pools: Sequence[AttachedPool]) -> list[Finding]:
             continue
         births = [g.born_s for g in pool.generations]
         gaps = [b - a for a, b in itertools.pairwise(births)]
-        every = f" (every {fmt_seconds(statistics.median(gaps))})" if gaps else ""
+        every = (
+            f" ({fmt_seconds(gaps[0])} after the first)"
+            if len(gaps) == 1
+            else f" (every {fmt_seconds(statistics.median(gaps))})"
+            if gaps
+            else ""
+        )
         out.append(
             Finding(
                 id="pool-rebuilt",
                 severity="info",
                 title=f"pool {pool.id}'s {_workers(pool)} were started again "
-                f"{plural(pool.rebuilt, 'time')}{every}: its loader's workers do not "
-                "persist between epochs",
+                f"{'once' if pool.rebuilt == 1 else plural(pool.rebuilt, 'time')}{every}: "
+                "its loader's workers do not persist between epochs",
                 evidence={
                     "pool": pool.id,
                     "workers": pool.workers,
