@@ -459,7 +459,7 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
 
 
 def lifelines_table(report: Report) -> Table:
-    t = titled("Worker lifelines (first timed trial; ● new process, ━ same as before)")
+    t = titled("Lifelines, first timed trial (● new, ━ same process)")
     t.add_column("arm")
     t.add_column("worker", justify="right")
     t.add_column("epochs 1..N")
