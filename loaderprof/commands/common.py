@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -168,10 +168,21 @@ def interrupted_line(outputs: Outputs, *, complete: bool) -> str:
     name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
     if outputs.signalled is None and INTERRUPTS.signum is not None:
         outputs.signalled = "after"  # the writes were over when it came
-    return interrupted_words(name, complete, outputs.written, outputs.signalled)
+    # Asked for but neither written nor failed (each failure has its own line): the
+    # signal came before anything was measured.
+    unwritten = [
+        str(p) for _, p in outputs.targets if str(p) not in ("-", *outputs.written, *outputs.failed)
+    ]
+    return interrupted_words(name, complete, outputs.written, outputs.signalled, unwritten)
 
 
-def interrupted_words(name: str, complete: bool, written: list[str], when: str | None) -> str:
+def interrupted_words(
+    name: str,
+    complete: bool,
+    written: list[str],
+    when: str | None,
+    unwritten: Sequence[str] = (),
+) -> str:
     """What a signal ended, and what is true of the files: a report that every trial
     went into is complete, whenever the signal came (the writing holds it, NOTE
     [measuring]); only one the signal cut short is partial. `when` is when the signal
@@ -179,7 +190,13 @@ def interrupted_words(name: str, complete: bool, written: list[str], when: str |
     head = f"loaderprof: interrupted by {name}"
     files = ", ".join(written)
     if not complete:
-        return f"{head}; partial report written to {files}" if written else head
+        if written:
+            return f"{head}; partial report written to {files}"
+        if unwritten:
+            return (
+                f"{head} before anything was measured: no report written ({', '.join(unwritten)})"
+            )
+        return head
     if not written:
         return f"{head} after the report was printed"
     if when == "after":

@@ -114,3 +114,11 @@ def test_a_signal_after_the_last_line_leaves_the_runs_own_code() -> None:
     proc = _python(_SETTLED)
     assert proc.returncode == 4, proc.stderr
     assert proc.stdout == "the run's last line\n" and proc.stderr == ""
+
+
+def test_a_signal_before_anything_was_measured_names_the_files_it_kept_from_being() -> None:
+    got = interrupted_words("SIGINT", False, [], "before", ["out.json", "out.md"])
+    assert got == (
+        "loaderprof: interrupted by SIGINT before anything was measured: no report written "
+        "(out.json, out.md)"
+    )
