@@ -69,7 +69,11 @@ def _first_reason(ld: WatchedLoader) -> str:
     if ld.num_workers == 0:
         return "num_workers=0: loaded in the main process"
     if not ld.persistent_workers:
-        return "worker start-up: persistent_workers=True skips it"
+        # Only a loader iterated again has later epochs whose start-up persistence skips
+        # (one built every epoch is `loader-recreated`: persistence alone cannot help).
+        if ld.wait_epochs == "steady":
+            return "worker start-up: persistent_workers=True skips it"
+        return "worker start-up"
     if ld.wait_epochs == "steady":
         return "workers kept"
     return "worker start-up, once: workers kept"

@@ -74,4 +74,6 @@ def test_watch_says_what_the_first_batch_waited_for_by_the_loaders_settings() ->
     assert "L1: its first epoch waits" in (watch_wait_line(once) or "")
     assert "worker start-up, once: workers kept" in (watch_wait_line(once) or "")
     assert watch_wait_line(dataclasses.replace(once, wait=None)) is None
+    built_once = dataclasses.replace(report.loaders[1], wait_epochs="first")
+    assert "(worker start-up), 60.0 ms after it" in (watch_wait_line(built_once) or "")
     assert f"- {kept}" in watch_markdown(report)
