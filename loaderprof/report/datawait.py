@@ -54,13 +54,13 @@ def _compare_action(on: WaitSplit, off: WaitSplit) -> str:
     )
     return (
         f"{before}; the waits after it ({fmt_seconds(on.steady_s)} persistent, "
-        f"{fmt_seconds(off.steady_s)} not) are what more workers or prefetch would cut"
+        f"{fmt_seconds(off.steady_s)} not) are what more workers or prefetch would shorten"
     )
 
 
 WATCH_HEAD = (
     "Data wait (the main process inside the loader; after an epoch's first batch, "
-    "what more workers or prefetch would cut)"
+    "what more workers or prefetch would shorten)"
 )
 
 
