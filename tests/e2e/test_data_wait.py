@@ -163,3 +163,73 @@ def test_compare_splits_each_arms_wait(tmp_path: Path) -> None:
                 assert wait["first_s"] == pytest.approx(epoch["first_batch_s"], rel=0.2, abs=0.01)
     text = " ".join(run.stdout.split())
     assert "persistence cuts the wait to the 1st batch by" in text
+
+
+LIGHTNING = """
+import time
+import torch
+import lightning as L
+from torch.utils.data import DataLoader, Dataset
+
+STEP_S = 0.02
+
+
+class Items(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(0.001)
+        return torch.full((4,), float(i)), torch.zeros(1)
+
+
+class Data(L.LightningDataModule):
+    def train_dataloader(self):
+        return DataLoader(Items(160), batch_size=8, num_workers=2, persistent_workers=True)
+
+    def val_dataloader(self):
+        return DataLoader(Items(32), batch_size=8, num_workers=2)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, i):
+        time.sleep(STEP_S)
+        return torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1])
+
+    def validation_step(self, batch, i):
+        pass
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+if __name__ == "__main__":
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0)
+    trainer.fit(Model(), datamodule=Data())
+"""
+
+
+def test_lightnings_epochs_split_into_waits_and_its_training_steps(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    run, report = watch_script(tmp_path, LIGHTNING)
+    assert run.returncode == 0, run.stdout + run.stderr
+    train, val = report["loaders"]
+    for epoch in train["epochs"]:
+        wait = epoch["wait"]
+        assert wait["batches"] == 20
+        step = wait["epoch_s"] - wait["first_s"] - wait["steady_s"]
+        # Lightning fetches a batch ahead and ends an epoch at its last batch (left): its
+        # wall holds 18 to 20 of the 20 ms steps, and Lightning's own work besides.
+        assert 18 * 0.02 * 0.9 < step < 20 * 0.02 * 2, wait
+    # Each validation pass starts its workers; the kept train pool has batches ready.
+    assert val["wait"]["first_s"] > 2 * train["wait"]["first_s"]
+    assert train["wait_epochs"] == val["wait_epochs"] == "steady"
