@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    # The hook imports this module in the user's process: the model only when assembling.
+    from loaderprof.model.datawait import WaitSplit
 
 T = TypeVar("T")
 
@@ -64,10 +68,12 @@ class WaitClock:
             yield batch
 
 
-def wait_fields(event: Any) -> tuple[float, float] | None:
-    """The (first, steady) waits an epoch's end event carries; None in events written
-    before it did."""
-    first, steady = event.get("wait_first"), event.get("wait_steady")
+def wait_split(end: Any, wall_s: float) -> WaitSplit | None:
+    """An epoch's waits as its end event (`epoch_end`, `iter_end`) carries them, with its
+    wall; None in events written before they did."""
+    from loaderprof.model.datawait import WaitSplit
+
+    first, steady = end.get("wait_first"), end.get("wait_steady")
     if first is None or steady is None:
         return None
-    return float(first), float(steady)
+    return WaitSplit(wall_s, float(first), float(steady), int(end.get("batches", 0)))

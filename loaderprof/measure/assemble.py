@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loaderprof.inside.events import Ev
-from loaderprof.inside.waits import wait_fields
+from loaderprof.inside.waits import wait_split
 from loaderprof.measure.memory import (
     ByKind,
     held_during_val,
@@ -34,7 +34,6 @@ from loaderprof.measure.memory import (
 )
 from loaderprof.measure.readings import deep_ticks
 from loaderprof.measure.sampler import Sample
-from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.trials import (
     BatchSpan,
     DatasetState,
@@ -248,20 +247,12 @@ def _epochs(windows: _Windows, by_kind: ByKind, t0_ns: int) -> tuple[EpochResult
                 order_digest=windows.ends[e].get("order"),
                 max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
                 last_batch_s=_since(windows.ends[e].get("last_batch"), lo),
-                wait=_wait(windows.ends[e], wall),
+                wait=wait_split(windows.ends[e], wall),
                 **_content(bevs),
                 **val,
             )
         )
     return tuple(epochs)
-
-
-def _wait(end: Mapping[str, Any], wall_s: float) -> WaitSplit | None:
-    """See NOTE [data wait]. The epoch's waits, as its end event carries them."""
-    waits = wait_fields(end)
-    if waits is None:
-        return None
-    return WaitSplit(wall_s, waits[0], waits[1], int(end.get("batches", 0)))
 
 
 def _val_pass(by_kind: ByKind, epoch: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
-from loaderprof.inside.waits import wait_fields
+from loaderprof.inside.waits import wait_split
 from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.datawait import WaitSplit
@@ -193,18 +193,10 @@ def _epochs(
                 # Before the hook told how an epoch ended, only StopIteration ended one.
                 ended=None if end is None else str(end.get("ended", "exhausted")),
                 planned_batches=opened[i].get("planned"),
-                wait=None if end is None else _wait(end, (end["t"] - start) / NS),
+                wait=None if end is None else wait_split(end, (end["t"] - start) / NS),
             )
         )
     return tuple(out)
-
-
-def _wait(end: Mapping[str, Any], wall_s: float) -> WaitSplit | None:
-    """See NOTE [data wait]. The epoch's waits, as its `iter_end` carries them."""
-    waits = wait_fields(end)
-    if waits is None:
-        return None
-    return WaitSplit(wall_s, waits[0], waits[1], int(end.get("batches", 0)))
 
 
 def _median_wait(epochs: Sequence[WatchedEpoch]) -> tuple[WaitSplit | None, str | None]:

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from loaderprof.inside.waits import WaitClock, wait_fields
+from loaderprof.inside.waits import WaitClock, wait_split
 from loaderprof.model.codec import from_dict, to_dict
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.trials import EpochResult
@@ -61,8 +61,9 @@ def test_the_clock_counts_iter_and_the_first_next_as_the_first_batchs_wait(
     clock = WaitClock()
     assert list(clock.batches(clock.iter([10, 20]))) == [10, 20]
     assert (clock.first_s, clock.steady_s) == (3.0, 0.75)
-    assert wait_fields({"wait_first": 3.0, "wait_steady": 0.75}) == (3.0, 0.75)
-    assert wait_fields({"batches": 2}) is None
+    end = {"batches": 2, "wait_first": 3.0, "wait_steady": 0.75}
+    assert wait_split(end, 5.0) == WaitSplit(5.0, 3.0, 0.75, 2)
+    assert wait_split({"batches": 2}, 5.0) is None
 
 
 def test_a_second_pass_waits_for_its_first_batch_again() -> None:
