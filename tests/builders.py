@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import (
     DistributedSummary,
@@ -94,6 +95,9 @@ def watch_report(*, long_names: bool = True) -> WatchReport:
             worker_startup_s=Stat.of([210 * ms, 230 * ms]) if workers else None,
             peak_worker_uss_bytes=1234 * MiB if workers else None,
             idle_workers_uss_bytes=2 * 1234 * MiB if pers else None,
+            # L1 keeps its workers, L2 starts them each epoch, L3 loads in the main process.
+            wait=WaitSplit(776 * ms, (37.5 if pers else 451 if workers else 12) * ms, 60 * ms, 40),
+            wait_epochs="steady",
         )
 
     loaders = (

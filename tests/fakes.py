@@ -130,8 +130,18 @@ class FakeRunner:
                     {"ev": "batch", "t": end - 2000, "pid": pid, "start": end - 5000, "n": 8}
                 )
             events.append({"ev": "first_batch", "t": end - 1000, "pid": 1, "epoch": epoch})
+            # A fresh pool's start-up is waited for before the first batch (NOTE [data wait]).
+            first = (self.startup_s if fresh and workers else 0.0) + 0.05 * self.work_s
             events.append(
-                {"ev": "epoch_end", "t": end, "pid": 1, "epoch": epoch, "batches": len(pids)}
+                {
+                    "ev": "epoch_end",
+                    "t": end,
+                    "pid": 1,
+                    "epoch": epoch,
+                    "batches": len(pids),
+                    "wait_first": round(first, 6),
+                    "wait_steady": round(0.1 * self.work_s, 6),
+                }
             )
             mid = (start + end) // 2
             samples.append(Sample(tick, mid, 1, 0, self.main_pss, 100, self.main_pss))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from loaderprof.measure import readings
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import ARM_LABEL, ArmSummary, Stat, TrialResult
 
 NOISY_REL_IQR = 0.10
@@ -156,6 +157,8 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         setup_main_pss_bytes=mem("setup_main_pss_bytes"),
         steady_val_s=Stat.of([e.val_s for t in timed for e in t.epochs[1:] if e.val_s is not None]),
         val_train_pool_uss_bytes=mem("val_train_pool_uss_bytes"),
+        cold_wait=WaitSplit.of(t.epochs[0].wait for t in timed if t.epochs[0].epoch == 1),
+        steady_wait=WaitSplit.of(e.wait for t in timed for e in t.epochs if e.epoch >= 2),
         peak_worker_processes=max(
             (
                 t.memory.peak_worker_processes

@@ -37,7 +37,8 @@ class Ev:
     VAL_START: Final = "val_start"  # epoch (see NOTE [validation pass])
     VAL_FIRST_BATCH: Final = "val_first_batch"  # epoch
     VAL_END: Final = "val_end"  # epoch, batches
-    EPOCH_END: Final = "epoch_end"  # epoch, batches, last_batch, order
+    # epoch, batches, last_batch, order, wait_first, wait_steady (NOTE [data wait])
+    EPOCH_END: Final = "epoch_end"
     IDLE_START: Final = "idle_start"  # epoch
     IDLE_END: Final = "idle_end"  # epoch
     COLLECTING: Final = "collecting"  # loaderprof's own gc.collect() (see NOTE [memory window])
@@ -69,7 +70,8 @@ class Ev:
     LOADER_REBUILT: Final = "loader_rebuilt"
     ITER_START: Final = "iter_start"  # loader, planned (len(loader) or None)
     ITER_FIRST_BATCH: Final = "iter_first_batch"  # loader
-    # loader, batches, ended: "exhausted" (StopIteration) or "left" (see inside/hook.py)
+    # loader, batches, ended: "exhausted" (StopIteration) or "left" (see inside/hook.py);
+    # wait_first, wait_steady (NOTE [data wait])
     ITER_END: Final = "iter_end"
 
 

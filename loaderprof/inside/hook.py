@@ -48,6 +48,7 @@ from typing import Any
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
 from loaderprof.inside.probe import WorkerInitProbe
+from loaderprof.inside.waits import WaitClock
 
 ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
 _TARGET = "torch.utils.data.dataloader"
@@ -67,15 +68,17 @@ _by_dataset: dict[int, weakref.ref[Any]] = {}
 
 
 class _Epoch:
-    """An iterator's count: its batches (None once its end is recorded) and the stamp
-    of its last one. Kept apart from the iterator, whose queues and workers must go
-    when it does."""
+    """An iterator's count: its batches (None once its end is recorded), the stamp
+    of its last one and its waits for them (NOTE [data wait]). Kept apart from the
+    iterator, whose queues and workers must go when it does."""
 
-    __slots__ = ("batches", "last")
+    __slots__ = ("batches", "last", "waits")
 
-    def __init__(self) -> None:
+    def __init__(self, iter_s: float = 0.0) -> None:
         self.batches: int | None = 0
         self.last = 0
+        self.waits = WaitClock()
+        self.waits.start_pass(iter_s)
 
 
 # Each loader id's latest epoch: the loader's next iter(), or the program's normal end,
@@ -369,6 +372,7 @@ def _patch_iter(cls: type, path: str) -> None:
                 _warn_once(exc, "a Dataset state record was lost")
             _leave(path, lid)
             _emit(path, Ev.ITER_START, loader=lid, planned=_planned(self))
+        began = time.perf_counter()
         try:
             it = original(self)
         finally:
@@ -377,7 +381,8 @@ def _patch_iter(cls: type, path: str) -> None:
         state = getattr(it, "__dict__", None)
         if outer and state is not None:
             state["_lp_loader"] = lid
-            state["_lp_epoch"] = _open[lid] = _Epoch()
+            # iter() starts a non-persistent pool's workers: a wait for the first batch.
+            state["_lp_epoch"] = _open[lid] = _Epoch(time.perf_counter() - began)
             try:
                 _patch_next(type(it), path)
             except Exception as exc:  # an iterator class that cannot be patched
@@ -406,16 +411,26 @@ def _patch_next(cls: type, path: str) -> None:
         if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
             return original(self)
         state["_lp_in_next"] = True
+        began = time.perf_counter()
         try:
             batch = original(self)
         except StopIteration:
             if lid is not None and rec is not None and rec.batches is not None:
-                _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="exhausted")
+                rec.waits.took(time.perf_counter() - began, batch=False)
+                _emit(
+                    path,
+                    Ev.ITER_END,
+                    loader=lid,
+                    batches=rec.batches,
+                    ended="exhausted",
+                    **rec.waits.fields(),
+                )
                 rec.batches = None
             raise
         finally:
             state["_lp_in_next"] = False
         if lid is not None and rec is not None and rec.batches is not None:
+            rec.waits.took(time.perf_counter() - began, batch=True)
             rec.batches += 1
             rec.last = time.monotonic_ns()
             if rec.batches == 1:
@@ -439,7 +454,15 @@ def _leave(path: str, lid: str) -> None:
     rec = _open.pop(lid, None)
     if rec is None or not rec.batches:
         return
-    _emit(path, Ev.ITER_END, loader=lid, batches=rec.batches, ended="left", t=rec.last)
+    _emit(
+        path,
+        Ev.ITER_END,
+        loader=lid,
+        batches=rec.batches,
+        ended="left",
+        t=rec.last,
+        **rec.waits.fields(),
+    )
     rec.batches = None
 
 

@@ -27,6 +27,7 @@ from loaderprof.inside import events
 from loaderprof.inside.events import Ev
 from loaderprof.inside.loader import OrderRecorder, accelerator_available, recipe
 from loaderprof.inside.spec import TrialSpec
+from loaderprof.inside.waits import WaitClock
 
 if TYPE_CHECKING:
     from loaderprof.config.run import RunConfig
@@ -233,14 +234,25 @@ def _run_epochs(
         protocol.before(loader, epoch)
         events.emit(path, Ev.EPOCH_START, epoch=epoch)
         it = None
-        it, batches, last = _run_epoch(path, loader, epoch, step_s, cfg.max_batches, seen)
+        # One clock for the epoch's passes, train and validation (see NOTE [data wait]).
+        clock = WaitClock()
+        it, batches, last = _run_epoch(
+            path, loader, epoch, step_s, cfg.max_batches, seen, clock=clock
+        )
         cut = cfg.max_batches is not None and batches >= cfg.max_batches
         if val_loader is not None:
             # See NOTE [validation pass]. Inside the epoch, so its time counts in the epoch's
             # wall as it does in training; `val_start` splits the two passes.
             events.emit(path, Ev.VAL_START, epoch=epoch)
             _, val_batches, _ = _run_epoch(
-                path, val_loader, epoch, step_s, None, seen, first_event=Ev.VAL_FIRST_BATCH
+                path,
+                val_loader,
+                epoch,
+                step_s,
+                None,
+                seen,
+                first_event=Ev.VAL_FIRST_BATCH,
+                clock=clock,
             )
             events.emit(path, Ev.VAL_END, epoch=epoch, batches=val_batches)
         events.emit(
@@ -251,6 +263,7 @@ def _run_epochs(
             last_batch=last,
             # A cut epoch's sampler never finished its pass: no order to digest.
             order=recorder.last_digest if recorder is not None and not cut else None,
+            **clock.fields(),
         )
         if idle_s:
             events.emit(path, Ev.IDLE_START, epoch=epoch)
@@ -289,18 +302,21 @@ def _run_epoch(
     max_batches: int | None,
     seen: dict[int, Any] | None = None,
     first_event: str = Ev.FIRST_BATCH,
+    clock: WaitClock | None = None,
 ) -> tuple[Any, int, int | None]:
     """One pass over the loader (see NOTE [short epochs]; at most `max_batches`): its
-    iterator, the batch count and when the last batch arrived. A failure is reported
-    as an `error` event and ends the trial (exit 3)."""
+    iterator, the batch count and when the last batch arrived; its waits go on `clock`
+    (NOTE [data wait]). A failure is reported as an `error` event and ends the trial
+    (exit 3)."""
+    clock = clock or WaitClock()
     batches = 0
     last: int | None = None
     # An explicit iterator (what `for batch in loader` makes) so that after a
     # failure the workers' exit codes can still be read.
     it: Any = None
     try:
-        it = iter(loader)
-        for _batch in it:
+        it = clock.iter(loader)
+        for _batch in clock.batches(it):
             last = time.monotonic_ns()
             if batches == 0:
                 events.emit(path, first_event, epoch=epoch)

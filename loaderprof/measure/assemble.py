@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loaderprof.inside.events import Ev
+from loaderprof.inside.waits import wait_split
 from loaderprof.measure.memory import (
     ByKind,
     held_during_val,
@@ -246,6 +247,7 @@ def _epochs(windows: _Windows, by_kind: ByKind, t0_ns: int) -> tuple[EpochResult
                 order_digest=windows.ends[e].get("order"),
                 max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
                 last_batch_s=_since(windows.ends[e].get("last_batch"), lo),
+                wait=wait_split(windows.ends[e], wall),
                 **_content(bevs),
                 **val,
             )

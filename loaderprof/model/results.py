@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Ratio, Stat
 from loaderprof.model.trials import TrialError, TrialResult
 
@@ -55,6 +56,10 @@ class ArmSummary:
     # train pool holds while they run.
     steady_val_s: Stat | None = None
     val_train_pool_uss_bytes: Stat | None = None
+    # See NOTE [data wait]. The timing trials' waits for data: the cold epoch's and the
+    # steady epochs', each figure's median over those epochs.
+    cold_wait: WaitSplit | None = None
+    steady_wait: WaitSplit | None = None
 
 
 @dataclass(frozen=True)

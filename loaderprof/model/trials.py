@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.units import elapsed
 
 
@@ -42,6 +43,9 @@ class EpochResult:
     val_s: float | None = None
     val_first_batch_s: float | None = None
     val_batches: int | None = None
+    # See NOTE [data wait]. The main process's waits inside the loader (None in
+    # reports written before they were measured).
+    wait: WaitSplit | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Finding
 from loaderprof.model.trials import DatasetState
@@ -36,6 +37,9 @@ class WatchedEpoch:
     ended: str | None = None
     # len(loader) at its iter(), where the loader knows: the batches to its StopIteration.
     planned_batches: int | None = None
+    # See NOTE [data wait]. Its waits inside the loader, and its wall to its end (None:
+    # cut, or a report written before they were measured).
+    wait: WaitSplit | None = None
 
     @property
     def wall_s(self) -> float | None:
@@ -115,6 +119,10 @@ class WatchedLoader:
     # See NOTE [stale worker state]. A persistent loader's Dataset as the main process saw
     # it at each iter() and each worker at each later epoch of its pool.
     dataset_states: tuple[DatasetState, ...] = ()
+    # See NOTE [data wait]. The median epoch's waits: the steady epochs' (2..N) where
+    # there are some, else the first epoch's; `wait_epochs` says which.
+    wait: WaitSplit | None = None
+    wait_epochs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rich.text import Text
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
+from loaderprof.report.datawait import COMPARE_HEAD, compare_wait_rows
 from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (
     ARM_SHORT,
@@ -210,6 +211,7 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     if report.projection is not None:
         parts.append(projection_text(report))
     parts.append(verdict_panel(report))
+    parts += wait_block(report, verbose)
     parts += _checks(report, verbose)
     if report.gates:
         parts.append(gates_table(report))
@@ -225,6 +227,20 @@ def render(report: Report, *, verbose: bool = False) -> RenderableType:
     for e in report.errors:
         parts.append(Text(f"error: {e.message}", style="red"))
     return Group(*parts)
+
+
+def wait_block(report: Report, verbose: bool) -> list[RenderableType]:
+    """See NOTE [data wait]. Its rows in a grid, so that a row that wraps hangs under
+    its own text, as the verdict's reasons do."""
+    rows = compare_wait_rows(report, cold=verbose)
+    if not rows:
+        return []
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for label, text in rows:
+        grid.add_row(f"  {label}" if label else "  →", text)
+    return [Text(COMPARE_HEAD), grid]
 
 
 def _checks(report: Report, verbose: bool) -> list[RenderableType]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from loaderprof.model.results import ARM_LABEL, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.model.watch import WatchReport
+from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_rows, watch_wait_line
 from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -38,6 +39,11 @@ def to_markdown(report: Report) -> str:
             label, compared = row.label, row.compared
         lines.append(f"| {label} | {row.persistent} | {row.non_persistent} | {compared} |")
     lines += ["", f"<sub>{caption(report)}</sub>", ""]
+    wait = compare_wait_rows(report, cold=True)
+    if wait:
+        lines += [COMPARE_HEAD, ""]
+        lines += [f"- **{label}**: {text}" if label else f"- {text}" for label, text in wait]
+        lines.append("")
     if report.findings:
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         lines += ["#### Lifecycle findings", ""]
@@ -103,6 +109,10 @@ def watch_markdown(report: WatchReport) -> str:
             f"{steady} | {peak} |"
         )
     lines.append("")
+    waits = [line for ld in report.loaders if (line := watch_wait_line(ld))]
+    if waits:
+        lines += [WATCH_HEAD, ""]
+        lines += [f"- {line}" for line in waits] + [""]
     if report.findings:
         lines.append("**Findings**")
         lines.append("")

@@ -11,6 +11,7 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.units import fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
+from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
 
 _REUSED = {True: "yes", False: "no", None: "–"}
 _TORCH = "torch.utils.data.dataloader.DataLoader"
@@ -103,7 +104,17 @@ def loaders_table(report: WatchReport) -> RenderableType:
             _figure(first[2 * i + 1], f_k),
         )
     head = "Epoch times (cold: epoch 1 · steady: median of epochs 2..N)"
-    return Group(Text("DataLoaders"), t, Text(head), times)
+    parts: list[RenderableType] = [Text("DataLoaders"), t, Text(head), times]
+    waits = [(ld.id, text) for ld in report.loaders if (text := watch_wait_text(ld))]
+    if waits:
+        # See NOTE [data wait]. A grid, so that each sentence hangs under its own start.
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        for lid, text in waits:
+            grid.add_row(lid, text)
+        parts += [Text(WATCH_HEAD), grid]
+    return Group(*parts)
 
 
 def pools_table(report: WatchReport) -> RenderableType:

@@ -18,8 +18,10 @@ from typing import Any
 
 from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
+from loaderprof.inside.waits import wait_split
 from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
 from loaderprof.measure.sampler import Sample
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Stat
 from loaderprof.model.trials import DatasetState
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
@@ -191,9 +193,19 @@ def _epochs(
                 # Before the hook told how an epoch ended, only StopIteration ended one.
                 ended=None if end is None else str(end.get("ended", "exhausted")),
                 planned_batches=opened[i].get("planned"),
+                wait=None if end is None else wait_split(end, (end["t"] - start) / NS),
             )
         )
     return tuple(out)
+
+
+def _median_wait(epochs: Sequence[WatchedEpoch]) -> tuple[WaitSplit | None, str | None]:
+    """The steady epochs' median waits where there are some, else the first epoch's."""
+    steady = WaitSplit.of(e.wait for e in epochs if e.index > 1)
+    if steady is not None:
+        return steady, "steady"
+    first = WaitSplit.of(e.wait for e in epochs[:1])
+    return first, None if first is None else "first"
 
 
 def _settings(evs: Events, created: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -281,6 +293,7 @@ def loaders(
         done = [e for e in epochs if e.wall_s is not None]
         startups = [w.startup_s for w in workers if w.startup_s is not None]
         peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
+        wait, wait_epochs = _median_wait(epochs)
         idle_uss, idle_rss = _idle_series(epochs, {w.pid for w in workers}, samples, walks, t0)
         out.append(
             WatchedLoader(
@@ -313,6 +326,8 @@ def loaders(
                 idle_uss_by_epoch=tuple(idle_uss),
                 idle_rss_by_epoch=tuple(idle_rss),
                 dataset_states=_states(evs, lid),
+                wait=wait,
+                wait_epochs=wait_epochs,
             )
         )
     return tuple(out)

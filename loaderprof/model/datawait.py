@@ -1,0 +1,78 @@
+"""Where an epoch waits for data: its wall split into the main process's waits inside
+the loader and the step between batches.
+
+NOTE [data wait]: the wait is the time the main process spends inside the loader's
+own calls, timed with `time.perf_counter()` around each: its `iter()` and its
+`__next__` (inside/waits.py). It is split by what would remove it:
+
+* `first_s`: `iter()` and the `__next__` that returns the epoch's first batch. A
+  non-persistent pool starts its workers here (processes, the Dataset's pickle under
+  spawn, `worker_init_fn`, lazily opened resources): what `persistent_workers=True`
+  removes from every epoch after the first.
+* `steady_s`: every later `__next__` (batches 2..n, and the call that ends the epoch):
+  the batches the workers had not ready in time, what more workers or a larger
+  `prefetch_factor` would cut.
+
+The step (`step_s`) is the rest of the epoch: the training loop's own work between
+batches (forward, backward, logging), and the loop's bookkeeping. What the loader
+does in its workers while the step runs is not a wait and is not counted. With a
+validation pass (NOTE [validation pass]) its first batch counts in `first_s` and its
+later ones in `steady_s`: its start-up is a start-up too. A Dataset's `set_epoch`, a
+sampler's, and loaderprof's own state check run before `iter()` and are in neither.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WaitSplit:
+    """One epoch's wall and its waits for data (NOTE [data wait]), in seconds; or the
+    median of each over several epochs (`of`)."""
+
+    epoch_s: float
+    first_s: float
+    steady_s: float
+    batches: int
+
+    @classmethod
+    def of(cls, splits: Iterable[WaitSplit | None]) -> WaitSplit | None:
+        """Each figure's median over the epochs that have one (None: none has); the
+        wait is then the sum of the two medians, so the figures printed add up."""
+        have = [s for s in splits if s is not None]
+        if not have:
+            return None
+        return cls(
+            epoch_s=statistics.median(s.epoch_s for s in have),
+            first_s=statistics.median(s.first_s for s in have),
+            steady_s=statistics.median(s.steady_s for s in have),
+            batches=round(statistics.median(s.batches for s in have)),
+        )
+
+    @property
+    def wait_s(self) -> float:
+        return self.first_s + self.steady_s
+
+    @property
+    def step_s(self) -> float:
+        """The epoch less its waits: the training's own time between batches."""
+        return max(0.0, self.epoch_s - self.wait_s)
+
+    def share(self, part: float) -> float | None:
+        """`part` (seconds) as a share of the epoch."""
+        return part / self.epoch_s if self.epoch_s > 0 else None
+
+    @property
+    def wait_share(self) -> float | None:
+        return self.share(self.wait_s)
+
+    @property
+    def first_share(self) -> float | None:
+        return self.share(self.first_s)
+
+    @property
+    def steady_share(self) -> float | None:
+        return self.share(self.steady_s)

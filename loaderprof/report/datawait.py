@@ -1,0 +1,100 @@
+"""Where an epoch waits for data, in words (NOTE [data wait]): the one sentence builder
+for compare's screen and Markdown and watch's. Pure functions of the results."""
+
+from __future__ import annotations
+
+from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.results import ARM_LABEL, ARMS, Report
+from loaderprof.model.units import fmt_seconds
+from loaderprof.model.watch import WatchedLoader
+
+COMPARE_HEAD = "data wait in the median steady epoch (the main process inside the loader)"
+
+
+def _pct(share: float | None) -> str:
+    return "" if share is None else f" ({share * 100:.0f} %)"
+
+
+def _split(w: WaitSplit) -> str:
+    """'1.20 s of 2.90 s (41 %): 1.10 s for the 1st batch, 100.0 ms after'."""
+    return (
+        f"{fmt_seconds(w.wait_s)} of {fmt_seconds(w.epoch_s)}{_pct(w.wait_share)}: "
+        f"{fmt_seconds(w.first_s)} for the 1st batch, {fmt_seconds(w.steady_s)} after"
+    )
+
+
+def compare_wait_rows(report: Report, *, cold: bool = False) -> list[tuple[str, str]]:
+    """(label, text) rows under COMPARE_HEAD: each arm's median steady epoch (with
+    `cold`, its cold epoch too), its wait of its wall split at the first batch; then
+    what persistence changed before the first batch (label ""). None where no arm
+    measured its waits (a report written before they were)."""
+    arms = [name for name in ARMS if name in report.arms]
+    steady = {name: report.arms[name].summary.steady_wait for name in arms}
+    rows = [(ARM_LABEL[name], _split(w)) for name, w in steady.items() if w is not None]
+    if not rows:
+        return []
+    if cold:
+        for name in arms:
+            w = report.arms[name].summary.cold_wait
+            if w is not None:
+                rows.append((f"{ARM_LABEL[name]}, cold", _split(w)))
+    on, off = steady.get("persistent"), steady.get("non_persistent")
+    if on is not None and off is not None:
+        rows.append(("", _compare_action(on, off)))
+    return rows
+
+
+def _compare_action(on: WaitSplit, off: WaitSplit) -> str:
+    cut = off.first_s - on.first_s
+    change = f"({fmt_seconds(off.first_s)} → {fmt_seconds(on.first_s)})"
+    before = (
+        f"persistence cuts the wait to the 1st batch by {fmt_seconds(cut)} an epoch {change}"
+        if cut > 0
+        else f"persistence does not cut the wait to the 1st batch {change}"
+    )
+    return (
+        f"{before}; the waits after it ({fmt_seconds(on.steady_s)} persistent, "
+        f"{fmt_seconds(off.steady_s)} not) are what more workers or prefetch would shorten"
+    )
+
+
+WATCH_HEAD = (
+    "Data wait (the main process inside the loader; after an epoch's first batch, "
+    "what more workers or prefetch would shorten)"
+)
+
+
+def _first_reason(ld: WatchedLoader) -> str:
+    """What the wait before the first batch is, for this loader's settings."""
+    if ld.num_workers == 0:
+        return "num_workers=0: loaded in the main process"
+    if not ld.persistent_workers:
+        # Only a loader iterated again has later epochs whose start-up persistence skips
+        # (one built every epoch is `loader-recreated`: persistence alone cannot help).
+        if ld.wait_epochs == "steady":
+            return "worker start-up: persistent_workers=True skips it"
+        return "worker start-up"
+    if ld.wait_epochs == "steady":
+        return "workers kept"
+    return "worker start-up, once: workers kept"
+
+
+def watch_wait_text(ld: WatchedLoader) -> str | None:
+    """'each steady epoch waits 3.40 s of 61.00 s (6 %) for data: 3.10 s before its
+    first batch (worker start-up: ...), 300.0 ms after it; the step takes 57.60 s'."""
+    w = ld.wait
+    if w is None:
+        return None
+    which = "each steady epoch" if ld.wait_epochs == "steady" else "its first epoch"
+    return (
+        f"{which} waits {fmt_seconds(w.wait_s)} of {fmt_seconds(w.epoch_s)}"
+        f"{_pct(w.wait_share)} for data: {fmt_seconds(w.first_s)} before its first batch "
+        f"({_first_reason(ld)}), {fmt_seconds(w.steady_s)} after it; the step takes "
+        f"{fmt_seconds(w.step_s)}"
+    )
+
+
+def watch_wait_line(ld: WatchedLoader) -> str | None:
+    """The loader's sentence, named: 'L1: each steady epoch waits ...'."""
+    text = watch_wait_text(ld)
+    return None if text is None else f"{ld.id}: {text}"

@@ -1,0 +1,235 @@
+"""See NOTE [data wait]. Where each epoch waits for data, measured by `watch` and
+`compare` on real loaders, against what the training script measures itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Run, load, run_cli, watch_script
+
+pytestmark = pytest.mark.e2e
+
+# A training loop that times its own waits as NOTE [data wait] counts them (iter() and
+# each next(), the first batch apart) and its own steps (a sleep of known length),
+# and writes them beside itself. Its workers take 0.3 s to start (worker_init_fn), each
+# sample 5 ms to read; each step 20 ms.
+SCRIPT = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+STEP_S = 0.02
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 48
+
+    def __getitem__(self, i):
+        time.sleep(0.005)
+        return torch.full((4,), float(i))
+
+
+def start(worker_id):
+    time.sleep(0.3)
+
+
+def run(loader, epochs):
+    out = []
+    for _ in range(epochs):
+        began = time.perf_counter()
+        it = iter(loader)
+        first = time.perf_counter() - began
+        steady = step = 0.0
+        batches = 0
+        while True:
+            t = time.perf_counter()
+            try:
+                next(it)
+            except StopIteration:
+                steady += time.perf_counter() - t
+                break
+            if batches == 0:
+                first += time.perf_counter() - t
+            else:
+                steady += time.perf_counter() - t
+            batches += 1
+            t = time.perf_counter()
+            time.sleep(STEP_S)
+            step += time.perf_counter() - t
+        out.append({"epoch_s": time.perf_counter() - began, "first": first,
+                    "steady": steady, "step": step})
+    return out
+
+
+kept = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,
+                  worker_init_fn=start)
+fresh = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=False,
+                   worker_init_fn=start)
+mine = {"kept": run(kept, 3), "fresh": run(fresh, 3)}
+with open(sys.argv[1], "w") as f:
+    json.dump(mine, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, dict[str, Any], dict[str, Any]]:
+    """One watched run of SCRIPT: its console run, the watch report, the script's own."""
+    tmp = tmp_path_factory.mktemp("wait")
+    own = tmp / "own.json"
+    run, report = watch_script(tmp, SCRIPT, argv=[str(own)])
+    assert run.returncode == 0, run.stderr
+    return run, report, json.loads(own.read_text())
+
+
+def _loaders(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """L1 is the persistent loader (built first), L2 the other."""
+    by_id = {ld["id"]: ld for ld in report["loaders"]}
+    return {"kept": by_id["L1"], "fresh": by_id["L2"]}
+
+
+def test_watch_measures_the_waits_the_script_measures(
+    watched: tuple[Run, dict[str, Any], dict[str, Any]],
+) -> None:
+    _, report, own = watched
+    for name, ld in _loaders(report).items():
+        assert len(ld["epochs"]) == 3
+        for epoch, mine in zip(ld["epochs"], own[name], strict=True):
+            wait = epoch["wait"]
+            # The script's clock runs around the hook's: its figures hold the hook's
+            # own cost, and its epoch starts a moment earlier. Wide margins: a busy
+            # 2-core machine stretches any one reading.
+            measured = wait["first_s"] + wait["steady_s"]
+            assert 0.7 < measured / (mine["first"] + mine["steady"]) < 1.3, (name, wait, mine)
+            assert 0.7 < wait["first_s"] / mine["first"] < 1.3, (name, wait, mine)
+            step = wait["epoch_s"] - measured
+            assert 0.7 < step / mine["step"] < 1.3, (name, wait, mine)
+            assert wait["batches"] == 12
+
+
+def test_the_first_batch_waits_for_start_up_only_without_persistence(
+    watched: tuple[Run, dict[str, Any], dict[str, Any]],
+) -> None:
+    run, report, _ = watched
+    kept, fresh = _loaders(report)["kept"], _loaders(report)["fresh"]
+    # Each fresh pool's workers sleep 0.3 s in worker_init_fn before reading a batch;
+    # a kept pool has its next batches in flight.
+    assert fresh["wait"]["first_s"] > 3 * kept["wait"]["first_s"]
+    assert kept["wait_epochs"] == fresh["wait_epochs"] == "steady"
+    # The cold epoch starts the kept pool too.
+    assert kept["epochs"][0]["wait"]["first_s"] > 3 * kept["wait"]["first_s"]
+    assert "L2 each steady epoch waits" in " ".join(run.stdout.split())
+    assert "persistent_workers=True skips it" in " ".join(run.stdout.split())
+
+
+def test_compare_splits_each_arms_wait(tmp_path: Path) -> None:
+
+    out = tmp_path / "r.json"
+    step_ms = 20
+    run = run_cli(
+        "compare",
+        "loaderprof.examples:LazyResourceDataset",
+        "--trials",
+        "1",
+        "--epochs",
+        "3",
+        "--num-workers",
+        "2",
+        "--arg",
+        "n=64",
+        "--step-ms",
+        str(step_ms),
+        "--json",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    report = load(out)
+    summary = {name: arm["summary"] for name, arm in report["arms"].items()}
+    on, off = summary["persistent"]["steady_wait"], summary["non_persistent"]["steady_wait"]
+    # A fresh pool opens its 0.2 s resource before its first batch, every epoch.
+    assert off["first_s"] > 3 * on["first_s"]
+    for arm in report["arms"].values():
+        for trial in arm["trials"]:
+            for epoch in trial["epochs"]:
+                wait = epoch["wait"]
+                step = wait["epoch_s"] - wait["first_s"] - wait["steady_s"]
+                # The loop's own step: a sleep of --step-ms per batch (a sleep overshoots).
+                assert 0.9 < step / (wait["batches"] * step_ms / 1000) < 1.5, wait
+                # The first batch's wait is what compare already reports as first batch.
+                assert wait["first_s"] == pytest.approx(epoch["first_batch_s"], rel=0.2, abs=0.01)
+    text = " ".join(run.stdout.split())
+    assert "persistence cuts the wait to the 1st batch by" in text
+
+
+LIGHTNING = """
+import time
+import torch
+import lightning as L
+from torch.utils.data import DataLoader, Dataset
+
+STEP_S = 0.02
+
+
+class Items(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(0.001)
+        return torch.full((4,), float(i)), torch.zeros(1)
+
+
+class Data(L.LightningDataModule):
+    def train_dataloader(self):
+        return DataLoader(Items(160), batch_size=8, num_workers=2, persistent_workers=True)
+
+    def val_dataloader(self):
+        return DataLoader(Items(32), batch_size=8, num_workers=2)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, i):
+        time.sleep(STEP_S)
+        return torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1])
+
+    def validation_step(self, batch, i):
+        pass
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+if __name__ == "__main__":
+    trainer = L.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0)
+    trainer.fit(Model(), datamodule=Data())
+"""
+
+
+def test_lightnings_epochs_split_into_waits_and_its_training_steps(tmp_path: Path) -> None:
+    pytest.importorskip("lightning")
+    run, report = watch_script(tmp_path, LIGHTNING)
+    assert run.returncode == 0, run.stdout + run.stderr
+    train, val = report["loaders"]
+    for epoch in train["epochs"]:
+        wait = epoch["wait"]
+        assert wait["batches"] == 20
+        step = wait["epoch_s"] - wait["first_s"] - wait["steady_s"]
+        # Lightning fetches a batch ahead and ends an epoch at its last batch (left): its
+        # wall holds 18 to 20 of the 20 ms steps, and Lightning's own work besides.
+        assert 18 * 0.02 * 0.9 < step < 20 * 0.02 * 2, wait
+    # Each validation pass starts its workers; the kept train pool has batches ready.
+    assert val["wait"]["first_s"] > 2 * train["wait"]["first_s"]
+    assert train["wait_epochs"] == val["wait_epochs"] == "steady"

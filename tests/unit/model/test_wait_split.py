@@ -1,0 +1,83 @@
+"""See NOTE [data wait]. The split's arithmetic and the clock that takes it, on a fake
+iterator of known waits (no processes)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from loaderprof.inside.waits import WaitClock, wait_split
+from loaderprof.model.codec import from_dict, to_dict
+from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.trials import EpochResult
+
+
+def test_shares_and_the_step_are_the_epoch_less_its_waits() -> None:
+    w = WaitSplit(epoch_s=10.0, first_s=3.0, steady_s=0.5, batches=20)
+    assert w.wait_s == 3.5
+    assert w.step_s == pytest.approx(6.5)
+    assert (w.wait_share, w.first_share, w.steady_share) == pytest.approx((0.35, 0.3, 0.05))
+    # A zero-length epoch has no shares, and waits never make a step negative.
+    empty = WaitSplit(0.0, 0.0, 0.0, 0)
+    assert empty.wait_share is None and empty.step_s == 0.0
+
+
+def test_of_takes_each_figures_median_so_the_printed_parts_add_up() -> None:
+    splits = [WaitSplit(1.0, 0.1, 0.3, 10), None, WaitSplit(3.0, 0.5, 0.1, 10)]
+    splits.append(WaitSplit(2.0, 0.2, 0.2, 12))
+    w = WaitSplit.of(splits)
+    assert w == WaitSplit(2.0, 0.2, 0.2, 10)
+    assert w is not None and w.wait_s == w.first_s + w.steady_s
+    assert WaitSplit.of([None, None]) is None
+
+
+def test_an_old_epoch_without_a_wait_still_loads() -> None:
+    epoch = EpochResult(1, 0.0, 1.0, 0.5, 4, 128, 128.0, (1,), (1,))
+    data = to_dict(epoch)
+    del data["wait"]
+    assert from_dict(EpochResult, data).wait is None
+    waited = dataclasses.replace(epoch, wait=WaitSplit(1.0, 0.5, 0.1, 4))
+    assert from_dict(EpochResult, to_dict(waited)) == waited
+
+
+class _Ticks:
+    """perf_counter() as a script of readings, so each wait is known."""
+
+    def __init__(self, readings: list[float]) -> None:
+        self.readings = iter(readings)
+
+    def __call__(self) -> float:
+        return next(self.readings)
+
+
+def test_the_clock_counts_iter_and_the_first_next_as_the_first_batchs_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import loaderprof.inside.waits as waits
+
+    # iter() 0→2; next() 2→3 (batch 1), 3→3.5 (batch 2), 3.5→3.75 (StopIteration).
+    monkeypatch.setattr(waits.time, "perf_counter", _Ticks([0, 2, 2, 3, 3, 3.5, 3.5, 3.75]))
+    clock = WaitClock()
+    assert list(clock.batches(clock.iter([10, 20]))) == [10, 20]
+    assert (clock.first_s, clock.steady_s) == (3.0, 0.75)
+    end = {"batches": 2, "wait_first": 3.0, "wait_steady": 0.75}
+    assert wait_split(end, 5.0) == WaitSplit(5.0, 3.0, 0.75, 2)
+    assert wait_split({"batches": 2}, 5.0) is None
+
+
+def test_a_second_pass_waits_for_its_first_batch_again() -> None:
+    clock = WaitClock()
+    clock.start_pass(1.0)
+    clock.took(0.5, batch=True)
+    clock.took(0.25, batch=True)
+    # The validation pass: its iter() and first batch are a start-up again.
+    clock.start_pass(2.0)
+    clock.took(0.5, batch=True)
+    clock.took(0.125, batch=False)
+    assert (clock.first_s, clock.steady_s) == (4.0, 0.375)
+    # A pass that ends before any batch: its whole wait was for a first batch.
+    empty = WaitClock()
+    empty.start_pass(0.25)
+    empty.took(0.25, batch=False)
+    assert (empty.first_s, empty.steady_s) == (0.5, 0.0)

@@ -1,0 +1,79 @@
+"""See NOTE [data wait]. The sentences, computed from the figures they print."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from builders import make_pair, watch_report
+from loaderprof.comparing.session import build_report
+from loaderprof.config.run import RunConfig
+from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.results import Report
+from loaderprof.model.trials import TrialResult
+from loaderprof.report.datawait import compare_wait_rows, watch_wait_line
+from loaderprof.report.markdown import to_markdown, watch_markdown
+
+
+def _waited(trial: TrialResult, first: list[float], steady: float) -> TrialResult:
+    epochs = tuple(
+        dataclasses.replace(e, wait=WaitSplit(e.wall_s, f, steady, e.batches))
+        for e, f in zip(trial.epochs, first, strict=True)
+    )
+    return dataclasses.replace(trial, epochs=epochs)
+
+
+def _report(p_first: list[float], n_first: list[float]) -> Report:
+    p, n = make_pair([2.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0])
+    cfg = RunConfig(dataset="a:B", epochs=4, trials=1)
+    trials = [_waited(p, p_first, 0.25), _waited(n, n_first, 0.5)]
+    return build_report(cfg, trials, imported={})
+
+
+def test_compare_gives_each_arms_steady_epoch_and_what_persistence_cut() -> None:
+    report = _report([1.0, 0.1, 0.1, 0.1], [1.0, 1.1, 0.9, 1.0])
+    assert report.arms["persistent"].summary.steady_wait == WaitSplit(1.0, 0.1, 0.25, 4)
+    assert report.arms["persistent"].summary.cold_wait == WaitSplit(2.0, 1.0, 0.25, 4)
+    rows = dict(compare_wait_rows(report))
+    assert (
+        rows["persistent"]
+        == "350.0 ms of 1.00 s (35 %): 100.0 ms for the 1st batch, 250.0 ms after"
+    )
+    assert rows["non-persistent"].startswith("1.50 s of 2.00 s (75 %): 1.00 s for the 1st")
+    assert rows[""].startswith(
+        "persistence cuts the wait to the 1st batch by 900.0 ms an epoch (1.00 s → 100.0 ms)"
+    )
+    assert "250.0 ms persistent, 500.0 ms not" in rows[""]
+    assert "persistent, cold" not in rows
+    assert "persistent, cold" in dict(compare_wait_rows(report, cold=True))
+    assert "- **non-persistent**: 1.50 s of 2.00 s" in to_markdown(report)
+
+
+def test_a_first_batch_persistence_does_not_shorten_is_said_so() -> None:
+    report = _report([1.0, 0.5, 0.5, 0.5], [1.0, 0.5, 0.5, 0.5])
+    rows = dict(compare_wait_rows(report))
+    assert rows[""].startswith("persistence does not cut the wait to the 1st batch")
+
+
+def test_a_report_without_waits_says_nothing_of_them() -> None:
+    p, n = make_pair([2.0, 1.0, 1.0], [2.0, 2.0, 2.0])
+    report = build_report(RunConfig(dataset="a:B", epochs=3, trials=1), [p, n], imported={})
+    assert compare_wait_rows(report) == []
+    assert "data wait" not in to_markdown(report)
+
+
+def test_watch_says_what_the_first_batch_waited_for_by_the_loaders_settings() -> None:
+    report = watch_report(long_names=False)
+    kept, fresh, main = (watch_wait_line(ld) for ld in report.loaders)
+    assert kept == (
+        "L1: each steady epoch waits 97.5 ms of 776.0 ms (13 %) for data: 37.5 ms before its "
+        "first batch (workers kept), 60.0 ms after it; the step takes 678.5 ms"
+    )
+    assert fresh is not None and "(worker start-up: persistent_workers=True skips it)" in fresh
+    assert main is not None and "(num_workers=0: loaded in the main process)" in main
+    once = dataclasses.replace(report.loaders[0], wait_epochs="first")
+    assert "L1: its first epoch waits" in (watch_wait_line(once) or "")
+    assert "worker start-up, once: workers kept" in (watch_wait_line(once) or "")
+    assert watch_wait_line(dataclasses.replace(once, wait=None)) is None
+    built_once = dataclasses.replace(report.loaders[1], wait_epochs="first")
+    assert "(worker start-up), 60.0 ms after it" in (watch_wait_line(built_once) or "")
+    assert f"- {kept}" in watch_markdown(report)
