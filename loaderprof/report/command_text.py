@@ -82,7 +82,7 @@ def _saving(r: CommandReport) -> list[str]:
         ci = f" ({s.confidence * 100:.0f} % CI {_s(s.low_s)} to {_s(s.high_s)})"
     else:
         ci = " (no interval: it needs ≥ 2 trials per arm)"
-    return [f"saving per steady epoch: {_s(s.saved_s)}{ci}, {pct:.0f} % of the epoch"]
+    return [f"saving per steady epoch: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
 
 
 def render(r: CommandReport, width: int = 80) -> str:
