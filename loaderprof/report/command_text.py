@@ -27,15 +27,17 @@ def _fit(text: str, width: int) -> str:
 
 
 def _head(r: CommandReport, width: int) -> list[str]:
-    out = [_fit("loaderprof compare -- " + " ".join(r.command), width)]
+    lead = "loaderprof compare -- "
+    out = [lead + _fit(" ".join(r.command), width - len(lead))]
     first = r.trials[0] if r.trials else None
     main = first.main if first else None
     if main is not None:
         asked = "True" if main.persistent_asked else "False"
-        out.append(_fit(f"main loader: {main.site}", width))
+        out.append("main loader: " + _fit(main.site, width - 13))
         out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
     if r.loader_site:
-        out.append(_fit(f"  switched at --loader-site {r.loader_site} only", width))
+        lead = "  switched only at --loader-site "
+        out.append(lead + _fit(r.loader_site, width - len(lead)))
     n = len(r.trials)
     order = " ".join("A" if t.arm == "persistent" else "B" for t in r.trials)
     stopped = sum(t.stopped for t in r.trials)
@@ -92,7 +94,7 @@ def render(r: CommandReport, width: int = 80) -> str:
             "",
             "nothing to compare: persistence cannot change this command's epochs,",
             f"  {r.nothing_to_compare}.",
-            _fit(f"  change the line: {r.site}", width),
+            "  change the line: " + _fit(r.site or "?", width - 19),
         ]
         return "\n".join(_wrap(out, width)) + "\n"
     out += ["", *_arms(r.persistent, r.non_persistent, r.epochs), ""]
