@@ -100,7 +100,9 @@ class CommandRunner:
             returncode, stopped = self._follow(proc, trace, EventReader(path))
             wall = (time.monotonic_ns() - trace.t0) / 1e9
             done = trace.epochs_done()
-            if not stopped and done < min(2, self.plan.epochs):
+            # Ended by itself: its own failure whenever it failed, and too short to
+            # compare with fewer than two epochs (a cold one and a steady one).
+            if not stopped and (returncode or done < 2):
                 self._failed(index, arm, returncode, trace, _tail(log))
         return CommandTrial(
             index=index,
