@@ -3,7 +3,8 @@
 NOTE [command arms]: side by side in one run, each round runs a training script
 (a plain loop whose workers open a 0.2 s resource lazily, a 10 ms training step per
 batch) bare, without loaderprof, with persistence on and off (A B B A, the script's
-own flag), then `loaderprof compare --trials T --epochs E -- python script.py`.
+own flag), and `loaderprof compare --trials T --epochs E -- python script.py`, the
+bare runs first in even rounds and last in odd ones.
 The script times its own epochs. Two ratios per round:
 
 * saving_ratio: compare's saving per steady epoch ÷ the same saving by the script's
@@ -81,17 +82,26 @@ def _round(tmp: Path, r: int, epochs: int, trials: int) -> dict[str, Any]:
     script.write_text(SCRIPT)
     bare_log = tmp / f"bare{r}.txt"
     walls: dict[bool, list[float]] = {True: [], False: []}
-    for i in range(trials):
-        for persistent in (True, False) if i % 2 == 0 else (False, True):
-            walls[persistent].append(_bare(script, bare_log, epochs, persistent))
-    own = _steady(bare_log)
+
+    def bare() -> None:
+        for i in range(trials):
+            for persistent in (True, False) if i % 2 == 0 else (False, True):
+                walls[persistent].append(_bare(script, bare_log, epochs, persistent))
+
     out = tmp / f"r{r}.json"
     cmd = [sys.executable, "-m", "loaderprof", "compare", "-q", "--epochs", str(epochs)]
     cmd += ["--trials", str(trials), "--json", str(out), "--", sys.executable, str(script)]
     cmd += [str(tmp / f"cmp{r}.txt"), "1000", "0"]
+    # Bare runs first in even rounds, compare first in odd ones: drift over a round
+    # falls on both sides alike.
+    if r % 2 == 0:
+        bare()
     start = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     wall = time.monotonic() - start
+    if r % 2 == 1:
+        bare()
+    own = _steady(bare_log)
     report = json.loads(out.read_text())
     own_saving = own["False"] - own["True"]
     # The script's own clock inside compare's trials: how well the hook's stamps read

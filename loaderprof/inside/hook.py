@@ -336,6 +336,17 @@ def _force_persistence(loader: Any, site: str) -> bool:
     return asked
 
 
+def _preload() -> None:
+    """What the init probe imports in each worker (procfs, psutil: about 60 ms cold),
+    imported once here: a forked worker inherits it, so a pool started every epoch
+    does not pay it every epoch, a cost persistence would seem to remove
+    (benchmarks/command_compare.py). A spawned worker imports it all anyway."""
+    try:
+        from loaderprof.inside import procfs  # noqa: F401
+    except Exception as exc:
+        _warn_once(exc, "the worker probe's imports failed")
+
+
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
     site, framework = _site()
@@ -360,6 +371,7 @@ def _register(loader: Any, path: str) -> None:
         **described,
     )
     if loader.num_workers > 0:
+        _preload()
         user_fn = loader.worker_init_fn
         # A loader rebuilt from another (accelerate, Lightning) copies its probe:
         # wrap the user's function, not the other loader's probe.
