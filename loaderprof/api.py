@@ -293,3 +293,24 @@ def sweep(
     )
     cfg, grid = prepare_sweep(dataset, run, grid_opts)
     return run_sweep(cfg, grid, runner=runner, on_progress=on_progress)
+
+
+def compare_command(
+    command: Sequence[str],
+    *,
+    epochs: int = 3,
+    trials: int = 2,
+    seed: int = 0,
+    loader_site: str | None = None,
+    min_gain: float = 0.05,
+) -> Any:
+    """`loaderprof compare -- COMMAND` (NOTE [command arms]): run `command` (argv:
+    ["python", "train.py", ...]) unchanged as both arms, `trials` per arm interleaved,
+    each stopped after `epochs` epochs of its main loader; returns the CommandReport.
+    A failure of the command itself raises LoaderprofError (its last lines in
+    `.detail`); bad input raises UsageError."""
+    from loaderprof.comparing.command import CommandPlan
+    from loaderprof.comparing.command import compare_command as run
+
+    plan = CommandPlan(tuple(command), epochs, trials, seed, loader_site, min_gain)
+    return run(plan)

@@ -19,7 +19,14 @@ from loaderprof.commands.common import (
     trial_progress,
     warn_inconclusive,
 )
-from loaderprof.config.options import GateOptions, OutputOptions, RunOptions, UiOptions, split
+from loaderprof.config.options import (
+    CommandOptions,
+    GateOptions,
+    OutputOptions,
+    RunOptions,
+    UiOptions,
+    split,
+)
 from loaderprof.errors import INTERRUPTS, ExitCode, UsageError
 from loaderprof.model.results import error_line
 
@@ -32,8 +39,13 @@ COMPARE_DOC = """Run the same DataLoader with persistent_workers on and off, and
 Without DATASET, the dataset and the other settings come from --config or the
 project's pyproject.toml (\\[tool.loaderprof]).
 
+With -- COMMAND, your own training command runs unchanged as both arms: every
+DataLoader it builds with workers gets persistent_workers=True in one and False in
+the other; each trial stops after --epochs epochs (default 3) of its main loader.
+
 Examples:
   loaderprof compare mypkg.data:TrainSet --num-workers 4
+  loaderprof compare --trials 3 -- python train.py --lr 0.1
   loaderprof compare data.py:make_dataset --arg root=/data --json report.json
   loaderprof compare -v      # settings from pyproject.toml, everything shown
 """
@@ -49,20 +61,29 @@ Examples:
 """
 
 
-def _params() -> list[Any]:
+def _params(*, command_form: bool = False) -> list[Any]:
     out = [params.argument("dataset", str | None, params.DATASET_HELP, default=None)]
     for group in GROUPS:
         out += params.options(group)
+    if command_form:
+        out += params.options(CommandOptions)
     return out
 
 
 def register(app: typer.Typer) -> None:
-    params.register(app, "compare", COMPARE_DOC, _params(), lambda v: run(v))
+    params.register(app, "compare", COMPARE_DOC, _params(command_form=True), lambda v: run(v))
     params.register(app, "check", CHECK_DOC, _params(), lambda v: run(v, check=True))
 
 
 def run(values: dict[str, Any], *, check: bool = False) -> int:
     INTERRUPTS.install()
+    if values.get("command") is not None:
+        from loaderprof.commands import compare_command
+
+        return compare_command.run(values)
+    if values.get("loader_site") is not None:
+        raise UsageError("--loader-site goes with a command: compare [OPTIONS] -- COMMAND ...")
+    values = {k: v for k, v in values.items() if k not in ("command", "loader_site")}
     from loaderprof import api
 
     values = dict(values)

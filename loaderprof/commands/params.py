@@ -105,6 +105,21 @@ class Command(TyperCommand):
     def get_help_option(self, ctx: Any) -> Any:
         return _bare(super().get_help_option(ctx))
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """`compare [OPTIONS] -- COMMAND ...`: what follows the first `--` is the user's
+        command, never compare's DATASET or options (kept in ctx.meta for `register`)."""
+        if self.name in TRAILING and "--" in args:
+            cut = args.index("--")
+            ctx.meta[TRAILING_KEY] = args[cut + 1 :]
+            args = args[:cut]
+        return super().parse_args(ctx, args)
+
+
+# Commands that take a trailing command after `--` (as `values["command"]`: None
+# without `--`, a list, maybe empty, with it). watch takes it as its argument instead.
+TRAILING = frozenset({"compare"})
+TRAILING_KEY = "loaderprof.trailing"
+
 
 class Group(TyperGroup):
     """The top level's --help, as `Command`'s."""
@@ -139,6 +154,12 @@ def register(
     takes_config = any(p.name == "config" for p in params)
 
     def command(**values: Any) -> int:
+        if name in TRAILING:
+            from typer._click.globals import get_current_context
+
+            values["command"] = get_current_context().meta.get(TRAILING_KEY)
+            if values["command"] is not None:  # the command form reads no pyproject table
+                return impl(values)
         if takes_config and values.get("config") is None:
             values["config"] = project_config()
         return impl(values)

@@ -351,6 +351,18 @@ class WatchStopOptions:
     )
 
 
+@dataclass(frozen=True)
+class CommandOptions:
+    """`compare -- COMMAND`: the user's own command as both arms (NOTE [command arms])."""
+
+    loader_site: str | None = opt(
+        "--loader-site FILE:LINE",
+        "With -- COMMAND: switch persistence only for loaders built at this line, and "
+        "time that loader's epochs.",
+        panel="Your command (after --)",
+    )
+
+
 # watch's own words for shared options, (help, metavar or None): its --fail-on gates on
 # findings only and it has no --baseline, and it has no progress bar for -q to hide.
 WATCH_HELP: dict[str, tuple[str, str | None]] = {

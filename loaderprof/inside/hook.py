@@ -51,6 +51,10 @@ from loaderprof.inside.probe import WorkerInitProbe
 from loaderprof.inside.waits import WaitClock
 
 ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
+# `compare -- COMMAND`'s arm (NOTE [command arms]): "1" or "0" forces persistent_workers
+# on every loader with workers, or only on those built at FILE:LINE.
+ENV_PERSIST = "LOADERPROF_PERSIST"
+ENV_LOADER_SITE = "LOADERPROF_LOADER_SITE"
 _TARGET = "torch.utils.data.dataloader"
 _ids = itertools.count(1)
 _patched: set[type] = set()
@@ -307,10 +311,50 @@ def _origin(loader: Any) -> str | None:
     return other.__dict__.get("_lp_id")
 
 
+def same_site(site: str, wanted: str) -> bool:
+    """`site` (as `_site` names it) is the FILE:LINE the user gave: the same line of
+    the same file, however the file was spelled (relative, absolute, a path's tail)."""
+    path, _, line = site.rpartition(":")
+    w_path, _, w_line = wanted.rpartition(":")
+    if not path or line != w_line.strip():
+        return False
+    a, b = os.path.abspath(path), os.path.abspath(w_path)
+    return a == b or a.endswith(os.sep + os.path.normpath(w_path))
+
+
+def _force_persistence(loader: Any, site: str) -> bool:
+    """The arm's persistent_workers (see NOTE [command arms]), set on a loader with workers
+    (at the chosen site, if one was chosen) once its __init__ validated the script's
+    own settings. Set past DataLoader.__setattr__, which refuses it after __init__:
+    every iterator reads it from the loader, so the arm holds from the first epoch.
+    Returns what the script asked for."""
+    asked = bool(loader.persistent_workers)
+    forced = os.environ.get(ENV_PERSIST)
+    wanted = os.environ.get(ENV_LOADER_SITE)
+    if forced not in ("0", "1") or loader.num_workers <= 0:
+        return asked
+    if wanted and not same_site(site, wanted):
+        return asked
+    object.__setattr__(loader, "persistent_workers", forced == "1")
+    return asked
+
+
+def _preload() -> None:
+    """What the init probe imports in each worker (procfs, psutil: about 60 ms cold),
+    imported once here: a forked worker inherits it, so a pool started every epoch
+    does not pay it every epoch, a cost persistence would seem to remove
+    (benchmarks/command_compare.py). A spawned worker imports it all anyway."""
+    try:
+        from loaderprof.inside import procfs  # noqa: F401
+    except Exception as exc:
+        _warn_once(exc, "the worker probe's imports failed")
+
+
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
-    described = _describe(loader)
     site, framework = _site()
+    asked = _force_persistence(loader, site)
+    described = _describe(loader)
     origin = _origin(loader) if framework else None
     lid = origin or f"{os.getpid()}.{next(_ids)}"
     # Named only once described: a loader the hook could not describe is not followed.
@@ -326,9 +370,11 @@ def _register(loader: Any, path: str) -> None:
         loader=lid,
         site=site,
         rank=int(rank) if rank and rank.isdigit() else None,
+        persistent_asked=asked,
         **described,
     )
     if loader.num_workers > 0:
+        _preload()
         user_fn = loader.worker_init_fn
         # A loader rebuilt from another (accelerate, Lightning) copies its probe:
         # wrap the user's function, not the other loader's probe.

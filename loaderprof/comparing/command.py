@@ -1,0 +1,342 @@
+"""`loaderprof compare -- COMMAND`: the user's own command, unchanged, as both arms.
+
+NOTE [command arms]: each trial is a fresh run of the command through the watch hook
+(NOTE [watch hook]) in its own session. The hook sets persistent_workers on every
+DataLoader the command builds with num_workers > 0 (only at --loader-site's line
+when given) to the arm's value, once the loader's own __init__ has checked the
+script's settings; what the script asked for is recorded. Nothing else of the
+command changes, so the two arms differ in persistence alone. A trial ends once the
+command's main loader (the one that ran the most batches) has ended --epochs
+epochs: loaderprof then kills the command's process group, and what is left of its
+tree, so no worker outlives the trial. Its epochs are timed from the hook's stamps
+in the command's own process: an epoch is its iter() to its end, with the training
+step inside, as the script's own clock around its epoch loop sees it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio
+from loaderprof.analysis.verdict import assess
+from loaderprof.comparing.command_events import CommandTrace
+from loaderprof.comparing.scheduler import trial_order
+from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
+from loaderprof.inside.events import EventReader
+from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_PERSIST
+from loaderprof.measure.hooked import ProcessTree, hooked_env
+from loaderprof.measure.scratch import scratch_dir
+from loaderprof.model.command import (
+    Arm,
+    ArmFigures,
+    CommandReport,
+    CommandTrial,
+    SavingEstimate,
+)
+from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Verdict
+
+_POLL_S = 0.02
+# The command's own output, kept per trial: its last lines are shown when it fails.
+_TAIL_LINES = 15
+
+
+class CommandFailed(LoaderprofError):
+    """The user's command ended by itself, with an error, inside a trial (exit 3)."""
+
+
+@dataclass(frozen=True)
+class CommandPlan:
+    command: tuple[str, ...]
+    epochs: int
+    trials: int
+    seed: int = 0
+    loader_site: str | None = None
+    min_gain: float = 0.05
+
+
+def check_plan(plan: CommandPlan) -> None:
+    if not plan.command:
+        raise UsageError("no command after --: loaderprof compare [OPTIONS] -- COMMAND [ARGS...]")
+    if plan.epochs < 2:
+        raise UsageError(
+            f"--epochs {plan.epochs}: use ≥ 2 (epoch 1 is cold; persistence changes the later ones)"
+        )
+    if plan.trials < 1:
+        raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm")
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode(errors="replace").rstrip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-_TAIL_LINES:])
+
+
+class CommandRunner:
+    """One trial: one run of the command in one arm, stopped after its epochs."""
+
+    def __init__(self, plan: CommandPlan) -> None:
+        self.plan = plan
+
+    def run(self, index: int, arm: Arm) -> CommandTrial:
+        with scratch_dir("loaderprof-command-") as tmp:
+            path, log = os.path.join(tmp, "events.jsonl"), os.path.join(tmp, "output.log")
+            extra = {ENV_PERSIST: "1" if arm == "persistent" else "0"}
+            if self.plan.loader_site:
+                extra[ENV_LOADER_SITE] = self.plan.loader_site
+            env = hooked_env(path, tmp, extra)
+            trace = CommandTrace(time.monotonic_ns(), self.plan.loader_site)
+            proc = _start(self.plan.command, env, log)
+            returncode, stopped = self._follow(proc, trace, EventReader(path))
+            wall = (time.monotonic_ns() - trace.t0) / 1e9
+            done = trace.epochs_done()
+            # Ended by itself: its own failure whenever it failed, and too short to
+            # compare with fewer than two epochs (a cold one and a steady one).
+            if not stopped and (returncode or done < 2):
+                self._failed(index, arm, returncode, trace, _tail(log))
+        return CommandTrial(
+            index=index,
+            arm=arm,
+            epochs=trace.epochs(self.plan.epochs),
+            built_s=trace.built_s(),
+            before_first_s=trace.before_first_s(),
+            main=trace.main(),
+            stopped=stopped,
+            returncode=None if stopped else returncode,
+            wall_s=wall,
+        )
+
+    def _follow(
+        self, proc: subprocess.Popen[bytes], trace: CommandTrace, reader: EventReader
+    ) -> tuple[int | None, bool]:
+        """Until the command ends or its main loader ran its epochs; then nothing of it
+        is left alive (an interrupt included)."""
+        tree = ProcessTree(proc.pid)
+        returncode: int | None = None
+        stopped = False
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                trace.feed(reader.read_new())
+                if trace.epochs_done() >= self.plan.epochs:
+                    stopped = True
+                    break
+        finally:
+            with INTERRUPTS.held():
+                _stop(proc, tree)
+            trace.feed(reader.read_new())
+        return returncode, stopped
+
+    def _failed(
+        self, index: int, arm: Arm, returncode: int | None, trace: CommandTrace, tail: str
+    ) -> None:
+        where = f"in trial {index} ({arm.replace('_', '-')})"
+        if returncode:
+            detail = f"its last lines:\n{tail}" if tail else None
+            raise CommandFailed(
+                f"the command exited with status {returncode} {where}, "
+                f"after {trace.epochs_done()} of {self.plan.epochs} epochs",
+                detail=detail,
+            )
+        if not trace.built_any():
+            raise UsageError(f"the command never built a DataLoader {where}: nothing to compare")
+        if trace.main_id() is None and self.plan.loader_site:
+            raise UsageError(f"no DataLoader built at --loader-site {self.plan.loader_site} ran")
+        raise UsageError(
+            f"the command ended after {trace.epochs_done()} epoch(s) of its main loader "
+            f"{where}: it needs ≥ 2 (use --epochs ≤ the epochs it runs)"
+        )
+
+
+def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+    try:
+        with open(log, "wb") as out:
+            # Its own session: one killpg reaches the command and what it forks.
+            return subprocess.Popen(
+                list(command),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise UsageError(f"command is not executable: {command[0]}") from None
+
+
+def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
+    """SIGKILL to the command's group and to every process of its tree outside it: its
+    epochs are measured, and nothing it would do on a gentler signal is wanted."""
+    tree.alive()
+    tree.signal(signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.wait()
+    tree.reaped = True
+    for pid in tree.survivors():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _arm(trials: Sequence[CommandTrial]) -> ArmFigures:
+    return ArmFigures(
+        trials=len(trials),
+        built_s=Stat.of([t.built_s for t in trials if t.built_s is not None]),
+        before_first_s=Stat.of([t.before_first_s for t in trials if t.before_first_s is not None]),
+        cold_epoch_s=Stat.of([t.epochs[0].wall_s for t in trials if t.epochs]),
+        steady_epoch_s=Stat.of([float(_median(t.steady)) for t in trials if t.steady]),
+    )
+
+
+def _median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def saving(
+    persistent: Sequence[CommandTrial], non_persistent: Sequence[CommandTrial], seed: int
+) -> SavingEstimate | None:
+    """Seconds saved per steady epoch, from the steady ratio compare computes (NOTE
+    [trial is the unit]): its value and interval times the non-persistent arm's
+    steady epoch (the mean of its trial figures' logs, as the ratio's centre is)."""
+    a = [list(t.steady) for t in persistent if t.steady]
+    b = [list(t.steady) for t in non_persistent if t.steady]
+    est = estimate_ratio(a, b, seed=seed)
+    if est is None:
+        return None
+    base = math.exp(sum(math.log(_median(g)) for g in b) / len(b))
+    r = est.ratio
+    # See NOTE [earned intervals]. From trials as units only (two or more per arm).
+    earned = est.unit == "trial" and r.has_interval and r.informative
+    return SavingEstimate(
+        saved_s=base * (1 - r.value),
+        low_s=base * (1 - r.ci_high) if earned else None,
+        high_s=base * (1 - r.ci_low) if earned else None,
+        ratio=r,
+        p=est.p,
+        confidence=CONFIDENCE,
+        unit=est.unit,
+    )
+
+
+def verdict(s: SavingEstimate | None, trials: int, min_gain: float) -> Verdict:
+    """enable: a significant saving of at least --min-gain; keep_off: the interval
+    lies above the --min-gain line; neutral: anything else (words from `assess`)."""
+    if s is None:
+        return Verdict(
+            "neutral", "Not enough steady epochs were measured to decide.", (), decided=False
+        )
+    if s.unit != "trial":
+        return Verdict(
+            "neutral",
+            "Cannot decide from one trial per arm.",
+            ("an interval needs ≥ 2 trials per arm (--trials 2)",),
+            decided=False,
+        )
+    a = assess(s.ratio, s.p, s.confidence, min_gain, trials, "trial")
+    pct = (1 - s.ratio.value) * 100
+    if a.direction == "saving" and a.side == "below":
+        return Verdict(
+            "enable",
+            f"Set persistent_workers=True: each steady epoch takes {pct:.0f} % less.",
+            (f"the saving's interval lies below the {min_gain * 100:g} % line",),
+        )
+    if a.side == "above" and a.informative:
+        return Verdict(
+            "keep_off",
+            "persistent_workers=True does not shorten this training's epochs.",
+            (f"the steady ratio's interval lies above the {min_gain * 100:g} % line",),
+        )
+    more = f"about {a.more} more trial(s) per arm" if a.more else "more trials"
+    return Verdict(
+        "neutral",
+        "Cannot decide with this many trials.",
+        (f"the interval straddles the {min_gain * 100:g} % line; {more} would decide it",),
+        decided=False,
+    )
+
+
+def nothing_to_compare(trial: CommandTrial) -> str | None:
+    """Why persistence cannot change this command's epochs, or None."""
+    main = trial.main
+    if main is None:
+        return None
+    if main.num_workers == 0:
+        return "its main loader has num_workers=0: there are no workers to keep"
+    if main.built > 1 and main.epochs_per_loader <= 1:
+        return (
+            f"its main loader is built anew every epoch ({main.built} loaders, one epoch "
+            "each): persistent workers live as long as their loader; build it once, "
+            "before the epoch loop"
+        )
+    return None
+
+
+def compare_command(
+    plan: CommandPlan, *, on_trial: Callable[[int, int, Arm], None] | None = None
+) -> CommandReport:
+    """Run the plan's trials interleaved (A B B A ...) and summarise them; an interrupt
+    ends the run with the trials measured so far (the report says it is partial)."""
+    check_plan(plan)
+    runner = CommandRunner(plan)
+    order = [s.arm for s in trial_order(plan.trials, plan.seed)]
+    trials: list[CommandTrial] = []
+    interrupted, why = False, None
+    t0 = time.monotonic()
+    try:
+        for i, arm in enumerate(order):
+            if on_trial is not None:
+                on_trial(i + 1, len(order), arm)  # type: ignore[arg-type]
+            trials.append(runner.run(i + 1, arm))  # type: ignore[arg-type]
+            why = nothing_to_compare(trials[0])
+            if why is not None:
+                break
+    except Interrupted:
+        interrupted = True
+    INTERRUPTS.finishing()
+    return summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0)
+
+
+def summarise(
+    plan: CommandPlan,
+    trials: tuple[CommandTrial, ...],
+    why: str | None,
+    interrupted: bool,
+    wall_s: float,
+) -> CommandReport:
+    p = [t for t in trials if t.arm == "persistent"]
+    n = [t for t in trials if t.arm == "non_persistent"]
+    s = saving(p, n, plan.seed) if why is None else None
+    return CommandReport(
+        kind="compare-command",
+        schema_version=1,
+        command=plan.command,
+        epochs=plan.epochs,
+        loader_site=plan.loader_site,
+        trials=trials,
+        persistent=_arm(p) if p else None,
+        non_persistent=_arm(n) if n else None,
+        saving=s,
+        verdict=None if why or not p or not n else verdict(s, min(len(p), len(n)), plan.min_gain),
+        nothing_to_compare=why,
+        site=trials[0].main.site if trials and trials[0].main else None,
+        complete=not interrupted and len(trials) == 2 * plan.trials,
+        interrupted=interrupted,
+        wall_s=wall_s,
+    )

@@ -1,0 +1,150 @@
+"""One `compare -- COMMAND` trial's hook events (NOTE [watch hook]) as the epochs of
+its main loader: read while the command runs (to stop it after --epochs epochs) and
+once it ended (its figures)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from loaderprof.inside.events import Ev
+from loaderprof.inside.hook import same_site
+from loaderprof.model.command import CommandEpoch, MainLoader
+
+NS = 1_000_000_000
+
+
+@dataclass
+class _Epoch:
+    start: int
+    first: int | None = None
+    end: int | None = None
+    batches: int = 0
+
+
+@dataclass
+class _Loader:
+    created: Mapping[str, Any]
+    epochs: list[_Epoch] = field(default_factory=list)
+
+    @property
+    def batches(self) -> int:
+        return sum(e.batches for e in self.epochs if e.end is not None)
+
+    @property
+    def ended(self) -> list[_Epoch]:
+        return [e for e in self.epochs if e.end is not None]
+
+
+class CommandTrace:
+    """The loaders of one run of the command and their epochs, fed its events in the
+    order they were read (one process writes a loader's events, in order)."""
+
+    def __init__(self, t0_ns: int, site: str | None = None) -> None:
+        self.t0 = t0_ns
+        self.site = site
+        self.loaders: dict[str, _Loader] = {}
+
+    def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for ev in events:
+            kind, lid = ev.get("ev"), ev.get("loader")
+            if kind == Ev.LOADER_CREATED and isinstance(lid, str):
+                self.loaders.setdefault(lid, _Loader(ev))
+                continue
+            ld = self.loaders.get(lid) if isinstance(lid, str) else None
+            if ld is None:
+                continue
+            if kind == Ev.ITER_START:
+                ld.epochs.append(_Epoch(int(ev["t"])))
+            elif kind == Ev.ITER_FIRST_BATCH and ld.epochs and ld.epochs[-1].first is None:
+                ld.epochs[-1].first = int(ev["t"])
+            elif kind == Ev.ITER_END and ld.epochs and ld.epochs[-1].end is None:
+                ld.epochs[-1].end = int(ev["t"])
+                ld.epochs[-1].batches = int(ev.get("batches", 0))
+
+    def main_id(self) -> str | None:
+        """The loader that ran the most batches in ended epochs (the first built on a
+        tie); with --loader-site, only loaders built there."""
+        ranked = [
+            (ld.batches, -i, lid)
+            for i, (lid, ld) in enumerate(self.loaders.items())
+            if self.site is None or same_site(str(ld.created.get("site", "")), self.site)
+        ]
+        ranked = [r for r in ranked if r[0] > 0]
+        return max(ranked)[2] if ranked else None
+
+    def _site_of(self, lid: str) -> str:
+        return str(self.loaders[lid].created.get("site", "?"))
+
+    def _siblings(self, lid: str) -> list[_Loader]:
+        """The loaders built at `lid`'s site for the same kind of Dataset: one loader,
+        rebuilt (a loader built every epoch is one loader to its user)."""
+        created = self.loaders[lid].created
+        return [
+            ld
+            for ld in self.loaders.values()
+            if ld.created.get("site") == created.get("site")
+            and ld.created.get("dataset_type") == created.get("dataset_type")
+        ]
+
+    def epochs_done(self) -> int:
+        """Ended epochs of the main loader, counted over its rebuilds when it is rebuilt
+        every epoch (the trial ends after as many of the training's epochs)."""
+        lid = self.main_id()
+        if lid is None:
+            return 0
+        siblings = self._siblings(lid)
+        if len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings):
+            return sum(len(ld.ended) for ld in siblings)
+        return len(self.loaders[lid].ended)
+
+    def main(self) -> MainLoader | None:
+        lid = self.main_id()
+        if lid is None:
+            return None
+        created = self.loaders[lid].created
+        siblings = self._siblings(lid)
+        return MainLoader(
+            site=self._site_of(lid),
+            num_workers=int(created.get("num_workers", 0)),
+            persistent_asked=bool(created.get("persistent_asked", False)),
+            persistent_workers=bool(created.get("persistent_workers", False)),
+            built=len(siblings),
+            epochs_per_loader=max(len(ld.epochs) for ld in siblings),
+        )
+
+    def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:
+        """The main loader's first `limit` ended epochs (over its rebuilds, in time order)."""
+        lid = self.main_id()
+        if lid is None:
+            return ()
+        siblings = self._siblings(lid)
+        rebuilt = len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings)
+        pool = [e for ld in siblings for e in ld.ended] if rebuilt else self.loaders[lid].ended
+        pool.sort(key=lambda e: e.start)
+        return tuple(
+            CommandEpoch(
+                index=i + 1,
+                wall_s=((e.end or e.start) - e.start) / NS,
+                first_batch_s=None if e.first is None else (e.first - e.start) / NS,
+                batches=e.batches,
+            )
+            for i, e in enumerate(pool[:limit])
+        )
+
+    def built_s(self) -> float | None:
+        lid = self.main_id()
+        if lid is None:
+            return None
+        return (int(self.loaders[lid].created["t"]) - self.t0) / NS
+
+    def before_first_s(self) -> float | None:
+        lid = self.main_id()
+        if lid is None:
+            return None
+        starts = [e.start for ld in self._siblings(lid) for e in ld.epochs]
+        return (min(starts) - self.t0) / NS if starts else None
+
+    def built_any(self) -> bool:
+        return bool(self.loaders)

@@ -1,0 +1,108 @@
+"""What `loaderprof compare -- COMMAND` measured: the user's own command run as both
+arms (see NOTE [command arms]). Times are seconds; a trial's are from the moment
+loaderprof started the command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from loaderprof.model.metrics import Ratio, Stat
+from loaderprof.model.results import Verdict
+
+Arm = Literal["persistent", "non_persistent"]
+
+
+@dataclass(frozen=True)
+class CommandEpoch:
+    """One epoch of the command's main loader: its iter() to its end, the training
+    step inside; the wait for its first batch within it."""
+
+    index: int
+    wall_s: float
+    first_batch_s: float | None
+    batches: int
+
+
+@dataclass(frozen=True)
+class MainLoader:
+    """The loader that ran the most batches in a trial, as the hook saw it built."""
+
+    site: str
+    num_workers: int
+    # What the script asked for, and what the arm set (NOTE [command arms]).
+    persistent_asked: bool
+    persistent_workers: bool
+    # Loaders built at its site in the trial: more than one, each iterated once,
+    # is a loader rebuilt every epoch.
+    built: int
+    # The most epochs any one loader built there ran.
+    epochs_per_loader: int
+
+
+@dataclass(frozen=True)
+class CommandTrial:
+    index: int
+    arm: Arm
+    epochs: tuple[CommandEpoch, ...]
+    # The command's start to its main loader's construction (imports, model, data
+    # set-up), and to the iter() of its first epoch.
+    built_s: float | None
+    before_first_s: float | None
+    main: MainLoader | None
+    # True: loaderprof stopped the command after --epochs epochs of its main loader.
+    stopped: bool
+    # The command's own status where it ended by itself (None: stopped by loaderprof).
+    returncode: int | None
+    wall_s: float
+
+    @property
+    def steady(self) -> tuple[float, ...]:
+        return tuple(e.wall_s for e in self.epochs[1:])
+
+
+@dataclass(frozen=True)
+class ArmFigures:
+    """One arm's figures over its trials (each trial one value: NOTE [trial is the unit])."""
+
+    trials: int
+    built_s: Stat | None
+    before_first_s: Stat | None
+    cold_epoch_s: Stat | None
+    steady_epoch_s: Stat | None
+
+
+@dataclass(frozen=True)
+class SavingEstimate:
+    """Persistence's saving per steady epoch, non-persistent minus persistent, in
+    seconds: the steady ratio's interval times the non-persistent arm's steady epoch.
+    `interval` only where earned (NOTE [earned intervals])."""
+
+    saved_s: float
+    low_s: float | None
+    high_s: float | None
+    ratio: Ratio
+    p: float | None
+    confidence: float
+    # "trial" (≥ 2 per arm) or "epoch" (one trial: no interval is earned).
+    unit: str
+
+
+@dataclass(frozen=True)
+class CommandReport:
+    kind: Literal["compare-command"]
+    schema_version: int
+    command: tuple[str, ...]
+    epochs: int
+    loader_site: str | None
+    trials: tuple[CommandTrial, ...]
+    persistent: ArmFigures | None
+    non_persistent: ArmFigures | None
+    saving: SavingEstimate | None
+    verdict: Verdict | None
+    # Persistence cannot change this command's epochs: why, and the line to change.
+    nothing_to_compare: str | None
+    site: str | None
+    complete: bool
+    interrupted: bool
+    wall_s: float

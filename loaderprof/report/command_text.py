@@ -1,0 +1,122 @@
+"""`compare -- COMMAND`'s screen: a pure function of the CommandReport, plain text
+that fits the width it is given (80 columns and up)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from loaderprof.model.command import ArmFigures, CommandReport, CommandTrial
+from loaderprof.model.metrics import Stat
+
+_ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
+
+
+def _s(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.3f} s" if abs(v) < 1 else f"{v:.2f} s"
+
+
+def _stat(st: Stat | None) -> str:
+    return "–" if st is None else _s(st.median)
+
+
+def _fit(text: str, width: int) -> str:
+    """A path too long for the line keeps its end (the file and line)."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def _head(r: CommandReport, width: int) -> list[str]:
+    lead = "loaderprof compare -- "
+    out = [lead + _fit(" ".join(r.command), width - len(lead))]
+    first = r.trials[0] if r.trials else None
+    main = first.main if first else None
+    if main is not None:
+        asked = "True" if main.persistent_asked else "False"
+        out.append("main loader: " + _fit(main.site, width - 13))
+        out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
+    if r.loader_site:
+        lead = "  switched only at --loader-site "
+        out.append(lead + _fit(r.loader_site, width - len(lead)))
+    n = len(r.trials)
+    order = " ".join("A" if t.arm == "persistent" else "B" for t in r.trials)
+    stopped = sum(t.stopped for t in r.trials)
+    who = "each" if stopped == n else f"{stopped} of {n}"
+    out.append(
+        f"{n} trial{'s' * (n != 1)} ({order}; A persistent): loaderprof stopped {who} "
+        f"after epoch {r.epochs}"
+    )
+    return out
+
+
+def _arms(p: ArmFigures | None, n: ArmFigures | None, epochs: int) -> list[str]:
+    rows = [
+        ("start to main loader built", lambda a: a.built_s),
+        ("before epoch 1 (imports, set-up)", lambda a: a.before_first_s),
+        ("cold epoch (1)", lambda a: a.cold_epoch_s),
+        (f"steady epoch (2..{epochs})", lambda a: a.steady_epoch_s),
+    ]
+    out = [f"{'median of trials':<34}{'persistent':>14}{'non-persistent':>16}"]
+    for label, get in rows:
+        a = _stat(get(p)) if p else "–"
+        b = _stat(get(n)) if n else "–"
+        out.append(f"  {label:<32}{a:>14}{b:>16}")
+    return out
+
+
+def _trials(trials: Sequence[CommandTrial], width: int) -> list[str]:
+    out = ["trial  arm              before   epochs (s)"]
+    for t in trials:
+        head = f"{t.index:>5}  {_ARM[t.arm]:<15}{_s(t.before_first_s):>8}   "
+        walls = " ".join(f"{e.wall_s:.3f}" for e in t.epochs)
+        if len(head) + len(walls) > width:
+            walls = walls[: width - len(head) - 1].rsplit(" ", 1)[0] + " …"
+        out.append(head + walls)
+    return out
+
+
+def _saving(r: CommandReport) -> list[str]:
+    s = r.saving
+    if s is None:
+        return ["saving per steady epoch: – (no steady epoch in one of the arms)"]
+    pct = (1 - s.ratio.value) * 100
+    if s.low_s is not None and s.high_s is not None:
+        ci = f" ({s.confidence * 100:.0f} % CI {_s(s.low_s)} to {_s(s.high_s)})"
+    else:
+        ci = " (no interval: it needs ≥ 2 trials per arm)"
+    return [f"saving per steady epoch: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
+
+
+def render(r: CommandReport, width: int = 80) -> str:
+    out = _head(r, width)
+    if r.nothing_to_compare:
+        out += [
+            "",
+            "nothing to compare: persistence cannot change this command's epochs,",
+            f"  {r.nothing_to_compare}.",
+            "  change the line: " + _fit(r.site or "?", width - 19),
+        ]
+        return "\n".join(_wrap(out, width)) + "\n"
+    out += ["", *_arms(r.persistent, r.non_persistent, r.epochs), ""]
+    out += _trials(r.trials, width)
+    out += ["", *_saving(r)]
+    if r.verdict is not None:
+        out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
+        out += [f"  {reason}" for reason in r.verdict.reasons]
+    if r.interrupted:
+        out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
+    return "\n".join(_wrap(out, width)) + "\n"
+
+
+def _wrap(lines: Sequence[str], width: int) -> list[str]:
+    """Lines longer than the width break at a space, the rest indented."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+    return out

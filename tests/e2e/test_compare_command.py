@@ -1,0 +1,218 @@
+"""See NOTE [command arms]. `loaderprof compare -- COMMAND` on real training scripts
+the tests write: both arms are the script itself, each trial a fresh run of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, assert_nothing_left, finish, run_cli, script_site
+
+pytestmark = pytest.mark.e2e
+
+# A plain loop whose workers open a 0.2 s resource lazily; it times its own epochs
+# (the training step inside) and writes them beside the arm it ran in.
+LAZY = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Lazy(Dataset):
+    def __init__(self):
+        self.resource = None
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if self.resource is None:
+            time.sleep(0.2)
+            self.resource = object()
+        return torch.full((4,), float(i))
+
+
+if __name__ == "__main__":
+    log, epochs = sys.argv[1], int(sys.argv[2])
+    loader = DataLoader(Lazy(), batch_size=8, num_workers=2)  # TRAIN
+    other = DataLoader(Lazy(), batch_size=32, num_workers=1)  # OTHER
+    for epoch in range(epochs):
+        t = time.perf_counter()
+        for batch in loader:
+            time.sleep(0.01)  # the training step
+        wall = time.perf_counter() - t
+        with open(log, "a") as f:
+            f.write(f"{loader.persistent_workers} {epoch} {wall}\\n")
+        for batch in other:
+            pass
+"""
+
+
+def _script(tmp_path: Path, source: str) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def _compare(tmp_path: Path, *args: str, argv: tuple[str, ...] = (), **kw: Any) -> Any:
+    return run_cli("compare", *args, "--", sys.executable, str(tmp_path / "train.py"), *argv, **kw)
+
+
+def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
+    tmp_path: Path,
+) -> None:
+    _script(tmp_path, LAZY)
+    log, out = tmp_path / "clock.txt", tmp_path / "r.json"
+    run = _compare(
+        tmp_path, "--epochs", "3", "--json", str(out), argv=(str(log), "8"), env={"COLUMNS": "80"}
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    arms = [t["arm"] for t in report["trials"]]
+    assert len(arms) == 4 and arms[0] == arms[3] != arms[1] == arms[2]  # A B B A
+    assert all(t["stopped"] and len(t["epochs"]) == 3 for t in report["trials"])
+    main = report["trials"][0]["main"]
+    assert main["site"].endswith(script_site(tmp_path, "# TRAIN").rsplit("/", 1)[1])
+    assert main["persistent_asked"] is False and main["num_workers"] == 2
+    assert report["verdict"]["recommendation"] == "enable"
+    # The script's own clock: its steady epochs (each trial writes epochs 0, 1, 2; a
+    # trial stopped at its 3rd epoch's end may not have written that one yet).
+    rows = [ln.split() for ln in log.read_text().splitlines()]
+    own = {
+        arm: statistics.median(float(w) for p, e, w in rows if p == arm and int(e) >= 1)
+        for arm in ("True", "False")
+    }
+    ratio = report["saving"]["saved_s"] / (own["False"] - own["True"])
+    assert 0.8 < ratio < 1.25, (report["saving"], own)
+    low, high = report["saving"]["low_s"], report["saving"]["high_s"]
+    assert 0 < low <= report["saving"]["saved_s"] <= high
+    for line in run.stdout.splitlines():
+        assert len(line) <= 80, line
+    assert "saving per steady epoch" in run.stdout and "95 % CI" in run.stdout
+
+
+def test_loader_site_switches_one_loader_and_times_it(tmp_path: Path) -> None:
+    _script(tmp_path, LAZY)
+    site = script_site(tmp_path, "# OTHER")
+    out = tmp_path / "r.json"
+    run = _compare(
+        tmp_path,
+        "--trials",
+        "1",
+        "--epochs",
+        "2",
+        "--loader-site",
+        site,
+        "--json",
+        str(out),
+        argv=(str(tmp_path / "clock.txt"), "6"),
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert {t["main"]["site"].rsplit(":", 1)[1] for t in report["trials"]} == {
+        site.rsplit(":", 1)[1]
+    }
+    # The train loader kept the script's setting in both arms.
+    rows = [ln.split() for ln in (tmp_path / "clock.txt").read_text().splitlines()]
+    assert {p for p, _, _ in rows} == {"False"}
+    assert "one trial" in run.stdout
+
+
+REBUILT = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+data = TensorDataset(torch.arange(64.0))
+for epoch in range(6):
+    loader = DataLoader(data, batch_size=8, num_workers=2)  # REBUILT
+    for batch in loader:
+        pass
+"""
+
+
+def test_a_loader_rebuilt_every_epoch_has_nothing_to_compare(tmp_path: Path) -> None:
+    _script(tmp_path, REBUILT)
+    out = tmp_path / "r.json"
+    run = _compare(tmp_path, "--json", str(out))
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    assert len(report["trials"]) == 1 and report["verdict"] is None
+    assert "built anew every epoch" in report["nothing_to_compare"]
+    line = script_site(tmp_path, "# REBUILT").rsplit(":", 1)[1]
+    assert report["site"].endswith(f"train.py:{line}")
+    assert "nothing to compare" in run.stdout
+    assert f"change the line: {report['site']}" in run.stdout
+
+
+def test_no_workers_has_nothing_to_compare(tmp_path: Path) -> None:
+    _script(tmp_path, REBUILT.replace("num_workers=2", "num_workers=0"))
+    run = _compare(tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "num_workers=0" in run.stdout
+
+
+ARGV = """
+import sys
+if len(sys.argv) < 2:
+    sys.exit("usage: train.py DATA_DIR (the script's own error)")
+"""
+
+
+def test_a_script_failing_on_its_own_is_its_error_exit_3(tmp_path: Path) -> None:
+    _script(tmp_path, ARGV)
+    run = _compare(tmp_path)
+    assert run.returncode == 3
+    assert "the script's own error" in run.stderr
+    (line,) = run.error_lines()
+    assert line.startswith("loaderprof: error: the command exited with status 1 in trial 1")
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "words"),
+    [
+        (("--",), 2, "no command after --"),
+        (("--", "no-such-command-xyz"), 2, "command not found: no-such-command-xyz"),
+        (("--epochs", "0", "--", sys.executable, "-c", "pass"), 2, "--epochs 0"),
+        (("--", sys.executable, "-c", "import time; time.sleep(0.2)"), 2, "never built"),
+        (("-w", "3", "--", sys.executable, "-c", "pass"), 2, "does not apply"),
+    ],
+)
+def test_bad_input_is_one_line(args: tuple[str, ...], code: int, words: str) -> None:
+    run = run_cli("compare", *args)
+    assert run.returncode == code, run.stderr
+    assert len(run.error_lines()) == 1 and words in run.error_lines()[0], run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_ctrl_c_mid_trial_keeps_the_trials_measured(tmp_path: Path) -> None:
+    _script(tmp_path, LAZY)
+    cmd = [sys.executable, "-m", "loaderprof", "compare", "--trials", "3", "--epochs", "3"]
+    cmd += ["--", sys.executable, str(tmp_path / "train.py"), str(tmp_path / "c.txt"), "50"]
+    env = {**os.environ, "COLUMNS": "80"}
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "trial 3/6" in line:
+            break
+    time.sleep(1.5)  # inside trial 3
+    proc.send_signal(signal.SIGINT)
+    out, err = finish(proc, 60)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "interrupted: 2 trial(s) measured" in err
+    assert "non-persistent" in out and "partial" in out
+    assert_nothing_left()

@@ -1,0 +1,122 @@
+"""See NOTE [command arms]. A trial's hook events as its main loader's epochs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loaderprof.comparing.command import CommandPlan, nothing_to_compare, saving, summarise
+from loaderprof.comparing.command_events import CommandTrace
+from loaderprof.inside.events import Ev
+from loaderprof.inside.hook import same_site
+from loaderprof.model.command import CommandEpoch, CommandTrial
+
+S = 1_000_000_000
+
+
+def _created(lid: str, site: str, t: float, workers: int = 2, **kw: Any) -> dict[str, Any]:
+    return {
+        "ev": Ev.LOADER_CREATED,
+        "t": int(t * S),
+        "loader": lid,
+        "site": site,
+        "num_workers": workers,
+        "persistent_asked": False,
+        "persistent_workers": True,
+        "dataset_type": kw.get("dataset_type", "Items"),
+    }
+
+
+def _epoch(
+    lid: str, start: float, first: float, end: float, batches: int, ended: str = "exhausted"
+):
+    return [
+        {"ev": Ev.ITER_START, "t": int(start * S), "loader": lid},
+        {"ev": Ev.ITER_FIRST_BATCH, "t": int(first * S), "loader": lid},
+        {"ev": Ev.ITER_END, "t": int(end * S), "loader": lid, "batches": batches, "ended": ended},
+    ]
+
+
+def test_the_main_loader_is_the_one_with_the_most_batches() -> None:
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "train.py:10", 1.0), _created("1.2", "train.py:11", 1.1)])
+    trace.feed(_epoch("1.1", 2.0, 2.5, 4.0, 20) + _epoch("1.2", 4.1, 4.3, 4.5, 4))
+    trace.feed(_epoch("1.1", 5.0, 5.1, 6.0, 20))
+    assert trace.main_id() == "1.1"
+    assert trace.epochs_done() == 2
+    epochs = trace.epochs(5)
+    assert [e.wall_s for e in epochs] == [2.0, 1.0]
+    assert [round(e.first_batch_s or 0, 3) for e in epochs] == [0.5, 0.1]
+    assert trace.built_s() == 1.0 and trace.before_first_s() == 2.0
+    main = trace.main()
+    assert main is not None and main.site == "train.py:10" and main.built == 1
+
+
+def test_an_open_epoch_does_not_count_until_it_ends() -> None:
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "t.py:3", 0.5)])
+    trace.feed(_epoch("1.1", 1.0, 1.2, 2.0, 10)[:2])
+    assert trace.epochs_done() == 0 and trace.main_id() is None
+    trace.feed(_epoch("1.1", 1.0, 1.2, 2.0, 10, ended="left")[2:])
+    assert trace.epochs_done() == 1
+
+
+def test_a_loader_rebuilt_every_epoch_counts_its_rebuilds_and_has_nothing_to_compare() -> None:
+    trace = CommandTrace(0)
+    for i in range(3):
+        trace.feed([_created(f"1.{i}", "t.py:7", 1.0 + 2 * i)])
+        trace.feed(_epoch(f"1.{i}", 1.1 + 2 * i, 1.5 + 2 * i, 2.5 + 2 * i, 8))
+    assert trace.epochs_done() == 3
+    main = trace.main()
+    assert main is not None and main.built == 3 and main.epochs_per_loader == 1
+    trial = CommandTrial(1, "persistent", trace.epochs(3), 1.0, 1.1, main, True, None, 7.0)
+    why = nothing_to_compare(trial)
+    assert why is not None and "built anew every epoch" in why
+
+
+def test_loader_site_chooses_the_main_loader() -> None:
+    trace = CommandTrace(0, site="/w/val.py:4")
+    trace.feed([_created("1.1", "train.py:10", 1.0), _created("1.2", "/w/val.py:4", 1.1)])
+    trace.feed(_epoch("1.1", 2.0, 2.5, 4.0, 20) + _epoch("1.2", 4.1, 4.3, 4.5, 4))
+    assert trace.main_id() == "1.2"
+
+
+def test_same_site_takes_any_spelling_of_the_file() -> None:
+    assert same_site("train.py:10", "train.py:10")
+    assert same_site("/a/b/train.py:10", "b/train.py:10")
+    assert not same_site("/a/b/train.py:10", "train.py:11")
+    assert not same_site("/a/b/xtrain.py:10", "train.py:10")
+
+
+def _trial(i: int, arm: str, steady: float) -> CommandTrial:
+    steady_epochs = [
+        CommandEpoch(k, steady * (1 + 0.01 * k + 0.005 * i), 0.1, 8) for k in (2, 3, 4)
+    ]
+    epochs = (CommandEpoch(1, 1.0, 0.5, 8), *steady_epochs)
+    return CommandTrial(i, arm, epochs, 0.8, 1.0, None, True, None, 5.0)  # type: ignore[arg-type]
+
+
+def test_the_saving_is_the_steady_ratio_times_the_non_persistent_epoch() -> None:
+    p = [_trial(1, "persistent", 0.1), _trial(4, "persistent", 0.1)]
+    n = [_trial(2, "non_persistent", 0.4), _trial(3, "non_persistent", 0.4)]
+    s = saving(p, n, seed=0)
+    assert s is not None and s.unit == "trial"
+    assert abs(s.saved_s - 0.3 * 1.03) < 0.01
+    assert s.low_s is not None and s.high_s is not None and s.low_s < s.saved_s < s.high_s
+    report = summarise(
+        CommandPlan(("python", "t.py"), 4, 2), (p[0], n[0], n[1], p[1]), None, False, 20.0
+    )
+    assert report.verdict is not None and report.verdict.recommendation == "enable"
+    assert report.complete and report.persistent is not None
+
+
+def test_one_trial_per_arm_earns_no_interval() -> None:
+    s = saving([_trial(1, "persistent", 0.1)], [_trial(2, "non_persistent", 0.4)], seed=0)
+    assert s is not None and s.low_s is None and s.high_s is None
+    report = summarise(
+        CommandPlan(("python", "t.py"), 4, 1),
+        (_trial(1, "persistent", 0.1), _trial(2, "non_persistent", 0.4)),
+        None,
+        False,
+        9.0,
+    )
+    assert report.verdict is not None and not report.verdict.decided

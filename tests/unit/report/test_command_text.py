@@ -1,0 +1,76 @@
+"""`compare -- COMMAND`'s screen at 80 and 120 columns, on data with a long site and
+command, an interrupted run and nothing to compare: committed text (regenerate with
+LOADERPROF_UPDATE_GOLDEN=1 after checking it by eye), no line past the width."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from loaderprof.comparing.command import CommandPlan, summarise
+from loaderprof.model.command import CommandEpoch, CommandReport, CommandTrial, MainLoader
+from loaderprof.report.command_text import render
+
+GOLDEN = Path(__file__).parent / "golden"
+SITE = "/home/someone/projects/a-rather-long-project-name/training/scripts/train_resnet.py:142"
+MAIN = MainLoader(SITE, 4, False, True, 1, 5)
+COMMAND = ("python", "training/scripts/train_resnet.py", "--config", "configs/resnet50.yaml")
+
+
+def _trial(i: int, arm: str, steady: float, epochs: int = 5) -> CommandTrial:
+    walls = [4.2 + 0.01 * i] + [steady * (1 + 0.01 * k + 0.004 * i) for k in range(2, epochs + 1)]
+    return CommandTrial(
+        i,
+        arm,  # type: ignore[arg-type]
+        tuple(CommandEpoch(k + 1, w, 0.3, 120) for k, w in enumerate(walls)),
+        6.1 + 0.1 * i,
+        6.4 + 0.1 * i,
+        MAIN,
+        True,
+        None,
+        30.0,
+    )
+
+
+def _reports() -> dict[str, CommandReport]:
+    plan = CommandPlan(COMMAND, 5, 2)
+    full = (
+        _trial(1, "persistent", 2.1),
+        _trial(2, "non_persistent", 3.4),
+        _trial(3, "non_persistent", 3.5),
+        _trial(4, "persistent", 2.2),
+    )
+    rebuilt = MainLoader(SITE, 4, False, True, 5, 1)
+    alone = CommandTrial(1, "persistent", full[0].epochs, 6.0, 6.3, rebuilt, True, None, 30.0)
+    return {
+        "full": summarise(plan, full, None, False, 125.0),
+        "interrupted": summarise(plan, full[:2], None, True, 60.0),
+        "nothing": summarise(
+            plan, (alone,), "its main loader is built anew every epoch", False, 30.0
+        ),
+    }
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", ["full", "interrupted", "nothing"])
+def test_the_command_screen_fits_and_matches_its_golden_text(name: str, width: int) -> None:
+    text = render(_reports()[name], width=width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    path = GOLDEN / f"command_{name}_{width}.txt"
+    if os.environ.get("LOADERPROF_UPDATE_GOLDEN"):
+        old = path.read_text() if path.exists() else None
+        path.write_text(text)
+        pytest.skip(f"{path.name} {'unchanged' if old == text else 'rewritten'}: review it")
+    assert text == path.read_text()
+
+
+def test_every_figure_printed_is_the_reports() -> None:
+    report = _reports()["full"]
+    text = render(report)
+    assert report.saving is not None and report.saving.low_s is not None
+    assert f"{report.saving.saved_s:.2f} s" in text
+    assert "95 % CI" in text
+    one = render(_reports()["interrupted"])
+    assert "no interval" in one and "interrupted" in one
