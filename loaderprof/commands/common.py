@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.errors import INTERRUPTS, ExitCode
+from loaderprof.errors import INTERRUPTS, ExitCode, UsageError
 from loaderprof.inside.events import Ev
 
 if TYPE_CHECKING:
@@ -222,3 +222,22 @@ def warn_inconclusive(report: Report, err: Console) -> None:
     for g in report.gates:
         if g.status == "inconclusive":
             err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)
+
+
+def finding_gates(fail_on: list[str] | tuple[str, ...] | None) -> list[str]:
+    """The finding ids of watch's `--fail-on finding:ID` gates (its only kind: a watched
+    run has no arms to set figures against)."""
+    ids = []
+    for g in fail_on or ():
+        if not g.startswith("finding:") or not g[len("finding:") :]:
+            raise UsageError(f"--fail-on {g!r}: watch gates on findings only (finding:ID)")
+        ids.append(g[len("finding:") :])
+    return ids
+
+
+def findings_hit(gates: list[str], found: Iterable[str]) -> int:
+    """1 with one line naming the gated findings that were found, else 0."""
+    hit = [g for g in gates if g in set(found)]
+    if hit:
+        stderr_console().print(f"loaderprof: watch found: {', '.join(hit)}", highlight=False)
+    return 1 if hit else 0

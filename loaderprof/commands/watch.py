@@ -10,6 +10,8 @@ import typer
 from loaderprof.commands import params
 from loaderprof.commands.common import (
     Outputs,
+    finding_gates,
+    findings_hit,
     interrupted_line,
     saved_code,
     stderr_console,
@@ -25,7 +27,7 @@ from loaderprof.config.options import (
     WatchStopOptions,
     fill,
 )
-from loaderprof.errors import INTERRUPTS, UsageError
+from loaderprof.errors import INTERRUPTS
 
 # Each flag is the options model's own (`config/options.py`): one definition whatever
 # number of commands take it.
@@ -73,15 +75,6 @@ Examples:
     params.register(app, "watch", doc, ps, run)
 
 
-def _gates(fail_on: list[str] | tuple[str, ...] | None) -> list[str]:
-    ids = []
-    for g in fail_on or ():
-        if not g.startswith("finding:") or not g[len("finding:") :]:
-            raise UsageError(f"--fail-on {g!r}: watch gates on findings only (finding:ID)")
-        ids.append(g[len("finding:") :])
-    return ids
-
-
 def run(values: dict[str, Any]) -> int:
     from loaderprof.report.watch_console import render
     from loaderprof.watching.session import (
@@ -100,7 +93,7 @@ def run(values: dict[str, Any]) -> int:
     # would cost the user the whole run.
     kill_after = values["kill_after"]
     check_kill_after(kill_after)
-    gates = _gates(values["fail_on"])
+    gates = finding_gates(values["fail_on"])
     check_intervals(values["sample_interval"], values["uss_interval"])
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the command starts, by the registry that writes it.
@@ -121,13 +114,10 @@ def run(values: dict[str, Any]) -> int:
     # The tables first: a file that cannot be written loses nothing that was seen.
     stdout_console(outputs.json_to_stdout).print(render(report))
     saved = outputs.write(report)
-    found = {f.id for f in report.findings}
-    hit = [g for g in gates if g in found]
     late = INTERRUPTS.exit_code()
     if late is not None:  # after the command ended: its report was written first
         err.print(interrupted_line(outputs, complete=True), style="yellow", highlight=False)
         return late
-    if report.exit_code == 0 and hit:
-        err.print(f"loaderprof: watch found: {', '.join(hit)}")
+    if report.exit_code == 0 and findings_hit(gates, (f.id for f in report.findings)):
         return 1
     return report.exit_code or saved_code(saved)

@@ -11,6 +11,8 @@ from typing import Any
 
 from loaderprof.commands.common import (
     Outputs,
+    finding_gates,
+    findings_hit,
     saved_code,
     stderr_console,
     stdout_console,
@@ -18,9 +20,6 @@ from loaderprof.commands.common import (
 from loaderprof.config.options import AttachOptions, OutputOptions, fill
 from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.model.units import fmt_seconds
-
-# Options of `watch -- COMMAND` that mean nothing to a job loaderprof did not start.
-_COMMAND_ONLY = {"fail_on": "--fail-on", "trace": "--trace"}
 
 
 def _refuse(values: dict[str, Any]) -> None:
@@ -31,9 +30,6 @@ def _refuse(values: dict[str, Any]) -> None:
             "--pid watches a job that is running; a command after -- starts one: give one or "
             "the other"
         )
-    for name, flag in _COMMAND_ONLY.items():
-        if values.get(name):
-            raise UsageError(f"{flag} is not for --pid (a job loaderprof did not start)")
 
 
 def run(values: dict[str, Any]) -> int:
@@ -44,11 +40,12 @@ def run(values: dict[str, Any]) -> int:
 
     INTERRUPTS.install()
     _refuse(values)
+    gates = finding_gates(values["fail_on"])
     opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration")})
     sample_ms, uss_ms = check_intervals(values["sample_interval"], values["uss_interval"])
     # The job's tree is read every --sample-interval, as watch samples a command's.
     interval_s = sample_ms / 1000
-    out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown")})
+    out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the watch starts, by the registry that writes it.
     outputs = Outputs("attach", out_opts)
     job = " ".join(open_job(opts.pid).cmdline())
@@ -83,4 +80,4 @@ def run(values: dict[str, Any]) -> int:
             highlight=False,
         )
         return late
-    return saved_code(saved)
+    return findings_hit(gates, (f.id for f in report.findings)) or saved_code(saved)

@@ -111,6 +111,10 @@ def _junit(report: Any, strict: bool) -> str:
 
 
 def _trace(report: Any, strict: bool) -> str:
+    if isinstance(report, AttachReport):
+        from loaderprof.report.attach_trace import to_attach_trace_json
+
+        return to_attach_trace_json(report)
     if isinstance(report, WatchReport):
         from loaderprof.report.watch_trace import to_watch_trace_json
 
@@ -133,7 +137,7 @@ EXPORTERS: dict[str, Exporter] = {
     "markdown": _Text("--markdown", _COMPARE_WATCH | {"attach"}, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),
     "html": _Text("--html", _COMPARE, _html),
-    "trace": _Text("--trace", _COMPARE_WATCH, _trace),
+    "trace": _Text("--trace", _COMPARE_WATCH | {"attach"}, _trace),
     "plot": _Plot(),
 }
 

@@ -120,8 +120,8 @@ def test_a_persistent_train_pool_and_a_validation_pool_rebuilt_every_epoch(
                 pass
         """,
     )
-    out = tmp_path / "a.json"
-    stdout, stderr = finish(job.watch(out), timeout=90)
+    out, trace = tmp_path / "a.json", tmp_path / "a.trace.json"
+    stdout, stderr = finish(job.watch(out, "--trace", str(trace)), timeout=90)
     assert job.proc.wait(timeout=30) == 0  # the job ran to its end, untouched
     report = _report(out)
     assert report["ended_by"] == "job exit", stderr
@@ -145,6 +145,12 @@ def test_a_persistent_train_pool_and_a_validation_pool_rebuilt_every_epoch(
     # The screen fits 80 columns and names both pools.
     assert max(len(line) for line in stdout.splitlines()) <= 80
     assert "P1" in stdout and "P2" in stdout
+    # The trace draws what the JSON says: each validation generation, each worker.
+    events = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in events if e.get("cat") == "pool"]
+    assert len(spans) == len(train["generations"]) + len(val["generations"])
+    workers = {e["pid"] for e in events if e.get("cat") == "worker"}
+    assert workers == {w["pid"] for g in gens for w in g["workers"]}
     assert_nothing_left()
 
 
@@ -194,7 +200,11 @@ def test_a_job_that_exits_leaving_its_workers_behind(tmp_path: Path) -> None:
     )
     out = tmp_path / "a.json"
     try:
-        finish(job.watch(out), timeout=90)
+        # A service's health check: fail when workers outlive the job.
+        watch = job.watch(out, "--fail-on", "finding:workers-leaked")
+        _, stderr = finish(watch, timeout=90)
+        assert watch.returncode == 1, stderr
+        assert "loaderprof: watch found: workers-leaked" in stderr
         job.proc.wait(timeout=30)
         report = _report(out)
         (pool,) = report["pools"]
@@ -271,6 +281,13 @@ def test_a_bad_pid_is_one_line_and_exit_2(tmp_path: Path) -> None:
     both = run_cli("watch", "--pid", str(os.getpid()), "--", sys.executable, "-c", "pass")
     assert both.returncode == 2
     assert len(both.error_lines()) == 1 and "one or the other" in both.error_lines()[0]
+    # Checked before the watch starts: a running job has findings to gate on, no arms.
+    gate = run_cli("watch", "--pid", str(os.getpid()), "--fail-on", "steady_epoch_ratio:<1")
+    assert gate.returncode == 2
+    assert gate.error_lines() == [
+        "loaderprof: error: --fail-on 'steady_epoch_ratio:<1': watch gates on findings only "
+        "(finding:ID)"
+    ]
 
 
 _CAPTURE: dict[str, Any] = {"capture_output": True, "text": True, "check": True}

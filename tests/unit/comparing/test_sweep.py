@@ -173,6 +173,7 @@ _VOLATILE_KEYS = {
     "new_worker_pids",
     "created",
     "load_average",
+    "other_cpu_cores",
     "timeline",
     "states",
     "uss_samples",

@@ -19,8 +19,10 @@ from loaderprof.model.attached import (
     AttachedWorker,
     AttachReport,
     Helper,
+    PoolPoint,
 )
 from loaderprof.report.attach_console import attach_markdown, render
+from loaderprof.report.attach_trace import to_attach_trace_json
 from loaderprof.report.exporters import check_targets, export, kind_of
 from loaderprof.report.json_report import load_schema
 from loaderprof.watching.attach_findings import find
@@ -153,7 +155,11 @@ def test_the_screen_fits_80_columns() -> None:
 def test_json_and_markdown_through_the_registry(tmp_path: Path) -> None:
     report = _report((_persistent(), _rebuilt()))
     assert kind_of(report) == "attach"
-    targets = [("json", tmp_path / "a.json"), ("markdown", tmp_path / "a.md")]
+    targets = [
+        ("json", tmp_path / "a.json"),
+        ("markdown", tmp_path / "a.md"),
+        ("trace", tmp_path / "a.trace.json"),
+    ]
     check_targets("attach", targets)
     assert export(report, targets, strict=False) == []
     data = json.loads((tmp_path / "a.json").read_text())
@@ -163,8 +169,38 @@ def test_json_and_markdown_through_the_registry(tmp_path: Path) -> None:
     assert (tmp_path / "a.md").read_text() == attach_markdown(report)
     assert "| P2 | 2 ×3 |" in attach_markdown(report)
     # What only a started command has is refused before the watch begins.
-    with pytest.raises(UsageError, match="--trace"):
-        check_targets("attach", [("trace", tmp_path / "t.json")])
+    with pytest.raises(UsageError, match="--html"):
+        check_targets("attach", [("html", tmp_path / "t.html")])
+
+
+def test_the_trace_shows_each_generation_and_worker_as_seen(tmp_path: Path) -> None:
+    persistent = _persistent()
+    gen = persistent.generations[0]
+    # A worker born before the watch began, and the pool's memory over time.
+    early = dataclasses.replace(gen.workers[0], born_s=-3.0)
+    series = (PoolPoint(1.0, 30 * MIB, 50 * MIB, None), PoolPoint(2.0, 40 * MIB, None, None))
+    gen = dataclasses.replace(gen, workers=(early, gen.workers[1]), series=series)
+    pools = (dataclasses.replace(persistent, generations=(gen,)), _rebuilt(3))
+    trace = json.loads(to_attach_trace_json(_report(pools)))["traceEvents"]
+    names = {e["args"]["name"] for e in trace if e["name"] == "process_name"}
+    assert "P1 (2 workers, fork, persists)" in names
+    assert "P2 (2 workers, fork, rebuilt 2 times)" in names
+    gens = [e for e in trace if e.get("cat") == "pool"]
+    # One span per generation: P1's one (alive at the end), P2's three.
+    assert [e["name"] for e in gens] == ["generation 1 (alive at the end)"] + [
+        f"generation {k}" for k in (1, 2, 3)
+    ]
+    assert gens[1]["ts"] == 1.0e6 and gens[1]["dur"] == pytest.approx(0.8e6)
+    # P1's generation runs to the watch's end (7.5 s).
+    assert gens[0]["ts"] + gens[0]["dur"] == pytest.approx(7.5e6)
+    alive = {e["pid"]: e for e in trace if e.get("cat") == "worker"}
+    assert set(alive) == {101, 102} | {200 + k for k in range(6)}
+    # Born before the watch: drawn from 0, its birth in its args.
+    assert alive[101]["ts"] == 0.0 and alive[101]["args"]["born_s"] == -3.0
+    counters = [e["args"] for e in trace if e["ph"] == "C"]
+    assert counters == [{"USS MiB": 30.0, "PSS MiB": 50.0}, {"USS MiB": 40.0}]
+    exited = [e for e in trace if e["ph"] == "i"]
+    assert exited[0]["ts"] == 7.0e6
 
 
 def test_a_report_with_no_pool_says_so() -> None:
