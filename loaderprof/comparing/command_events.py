@@ -77,27 +77,61 @@ class CommandTrace:
     def _site_of(self, lid: str) -> str:
         return str(self.loaders[lid].created.get("site", "?"))
 
-    def _siblings(self, lid: str) -> list[_Loader]:
-        """The loaders built at `lid`'s site for the same kind of Dataset: one loader,
-        rebuilt (a loader built every epoch is one loader to its user)."""
+    def _siblings(self, lid: str, rank: object = "same") -> list[_Loader]:
+        """The loaders built at `lid`'s site for the same kind of Dataset by the same
+        rank (or by `rank`): one loader, rebuilt (a loader built every epoch is one
+        loader to its user)."""
         created = self.loaders[lid].created
+        want = created.get("rank") if rank == "same" else rank
         return [
             ld
             for ld in self.loaders.values()
             if ld.created.get("site") == created.get("site")
             and ld.created.get("dataset_type") == created.get("dataset_type")
+            and ld.created.get("rank") == want
+        ]
+
+    def _ranks(self, lid: str) -> list[object]:
+        """The torchrun ranks (RANK) that built the main loader at its site; [None]
+        without torchrun. NOTE [ranks in a command]: under torchrun every rank builds
+        its own loader at the same line, and the job's epoch lasts as long as its
+        slowest rank's (the ranks meet at each step's all-reduce), so a command's
+        epoch is, index by index, its slowest rank's."""
+        created = self.loaders[lid].created
+        seen = {
+            ld.created.get("rank")
+            for ld in self.loaders.values()
+            if ld.created.get("site") == created.get("site")
+            and ld.created.get("dataset_type") == created.get("dataset_type")
+        }
+        return sorted(seen, key=lambda r: -1 if r is None else int(str(r)))
+
+    def _rank_epochs(self, lid: str, rank: object) -> list[_Epoch]:
+        siblings = self._siblings(lid, rank)
+        rebuilt = len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings)
+        if rebuilt:
+            pool = [e for ld in siblings for e in ld.ended]
+        else:
+            # The one that ran the most batches, as `main_id` chooses.
+            pool = max(siblings, key=lambda ld: ld.batches).ended
+        return sorted(pool, key=lambda e: e.start)
+
+    def _slowest(self, lid: str) -> list[_Epoch]:
+        """The main loader's ended epochs in time order, over its rebuilds; under
+        torchrun each epoch its slowest rank's, as many as every rank ended."""
+        per_rank = [self._rank_epochs(lid, r) for r in self._ranks(lid)]
+        n = min(len(p) for p in per_rank)
+        return [
+            max((p[i] for p in per_rank), key=lambda e: (e.end or e.start) - e.start)
+            for i in range(n)
         ]
 
     def epochs_done(self) -> int:
         """Ended epochs of the main loader, counted over its rebuilds when it is rebuilt
-        every epoch (the trial ends after as many of the training's epochs)."""
+        every epoch and over its ranks (the fewest any rank ended): the trial ends after
+        as many of the training's epochs."""
         lid = self.main_id()
-        if lid is None:
-            return 0
-        siblings = self._siblings(lid)
-        if len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings):
-            return sum(len(ld.ended) for ld in siblings)
-        return len(self.loaders[lid].ended)
+        return 0 if lid is None else len(self._slowest(lid))
 
     def main(self) -> MainLoader | None:
         lid = self.main_id()
@@ -112,6 +146,7 @@ class CommandTrace:
             persistent_workers=bool(created.get("persistent_workers", False)),
             built=len(siblings),
             epochs_per_loader=max(len(ld.epochs) for ld in siblings),
+            ranks=len(self._ranks(lid)) if self._ranks(lid) != [None] else None,
         )
 
     def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:
@@ -119,10 +154,7 @@ class CommandTrace:
         lid = self.main_id()
         if lid is None:
             return ()
-        siblings = self._siblings(lid)
-        rebuilt = len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings)
-        pool = [e for ld in siblings for e in ld.ended] if rebuilt else self.loaders[lid].ended
-        pool.sort(key=lambda e: e.start)
+        pool = self._slowest(lid)
         return tuple(
             CommandEpoch(
                 index=i + 1,

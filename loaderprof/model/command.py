@@ -38,6 +38,8 @@ class MainLoader:
     built: int
     # The most epochs any one loader built there ran.
     epochs_per_loader: int
+    # Under torchrun: the ranks that built it (NOTE [ranks in a command]); None without.
+    ranks: int | None = None
 
 
 @dataclass(frozen=True)

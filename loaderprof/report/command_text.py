@@ -35,6 +35,9 @@ def _head(r: CommandReport, width: int) -> list[str]:
         asked = "True" if main.persistent_asked else "False"
         out.append("main loader: " + _fit(main.site, width - 13))
         out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
+        if main.ranks:
+            # NOTE [ranks in a command]
+            out.append(f"  {main.ranks} ranks built it: each epoch is its slowest rank's")
     if r.loader_site:
         lead = "  switched only at --loader-site "
         out.append(lead + _fit(r.loader_site, width - len(lead)))

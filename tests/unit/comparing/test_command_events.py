@@ -23,6 +23,7 @@ def _created(lid: str, site: str, t: float, workers: int = 2, **kw: Any) -> dict
         "persistent_asked": False,
         "persistent_workers": True,
         "dataset_type": kw.get("dataset_type", "Items"),
+        "rank": kw.get("rank"),
     }
 
 
@@ -120,3 +121,31 @@ def test_one_trial_per_arm_earns_no_interval() -> None:
         9.0,
     )
     assert report.verdict is not None and not report.verdict.decided
+
+
+def test_under_torchrun_each_epoch_is_the_slowest_ranks() -> None:
+    # NOTE [ranks in a command]: two ranks build the loader at one line; rank 1's
+    # second epoch is the slow one, and it has ended one epoch fewer so far.
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "t.py:9", 1.0, rank=0), _created("2.1", "t.py:9", 1.0, rank=1)])
+    trace.feed(_epoch("1.1", 2.0, 2.4, 3.0, 8) + _epoch("1.1", 3.0, 3.1, 3.5, 8))
+    trace.feed(_epoch("1.1", 3.5, 3.6, 4.0, 8))
+    trace.feed(_epoch("2.1", 2.0, 2.3, 2.9, 8) + _epoch("2.1", 2.9, 3.0, 3.8, 8))
+    assert trace.epochs_done() == 2
+    epochs = trace.epochs(5)
+    assert [round(e.wall_s, 3) for e in epochs] == [1.0, 0.9]
+    assert [round(e.first_batch_s or 0, 3) for e in epochs] == [0.4, 0.1]
+    main = trace.main()
+    assert main is not None and main.ranks == 2 and main.built == 1
+
+
+def test_under_torchrun_a_loader_rebuilt_every_epoch_is_counted_per_rank() -> None:
+    trace = CommandTrace(0)
+    for i in range(3):
+        for rank in (0, 1):
+            lid = f"{rank + 1}.{i}"
+            trace.feed([_created(lid, "t.py:7", 1.0 + 2 * i, rank=rank)])
+            trace.feed(_epoch(lid, 1.1 + 2 * i, 1.5 + 2 * i, 2.5 + 2 * i, 8))
+    assert trace.epochs_done() == 3
+    main = trace.main()
+    assert main is not None and (main.built, main.epochs_per_loader, main.ranks) == (3, 1, 2)
