@@ -33,26 +33,16 @@ from typing import Any
 SCRIPT = """
 import sys, time
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-
-class Lazy(Dataset):
-    def __init__(self):
-        self.resource = None
-
-    def __len__(self):
-        return 128
-
-    def __getitem__(self, i):
-        if self.resource is None:
-            time.sleep(0.2)
-            self.resource = object()
-        return torch.full((4,), float(i))
+# Its workers open a 0.2 s resource lazily: what persistence keeps.
+from loaderprof.examples import LazyResourceDataset
 
 
 if __name__ == "__main__":
     log, epochs, persistent = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-    loader = DataLoader(Lazy(), batch_size=8, num_workers=2, persistent_workers=persistent)
+    data = LazyResourceDataset(n=128, dim=4)
+    loader = DataLoader(data, batch_size=8, num_workers=2, persistent_workers=persistent)
     for epoch in range(epochs):
         t = time.perf_counter()
         for batch in loader:

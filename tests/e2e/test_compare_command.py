@@ -25,27 +25,16 @@ pytestmark = pytest.mark.e2e
 LAZY = """
 import sys, time
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
-
-class Lazy(Dataset):
-    def __init__(self):
-        self.resource = None
-
-    def __len__(self):
-        return 64
-
-    def __getitem__(self, i):
-        if self.resource is None:
-            time.sleep(0.2)
-            self.resource = object()
-        return torch.full((4,), float(i))
+# Its workers open a 0.2 s resource lazily: what persistence keeps.
+from loaderprof.examples import LazyResourceDataset
 
 
 if __name__ == "__main__":
     log, epochs = sys.argv[1], int(sys.argv[2])
-    loader = DataLoader(Lazy(), batch_size=8, num_workers=2)  # TRAIN
-    other = DataLoader(Lazy(), batch_size=32, num_workers=1)  # OTHER
+    loader = DataLoader(LazyResourceDataset(n=64, dim=4), batch_size=8, num_workers=2)  # TRAIN
+    other = DataLoader(LazyResourceDataset(n=64, dim=4), batch_size=32, num_workers=1)  # OTHER
     for epoch in range(epochs):
         t = time.perf_counter()
         for batch in loader:

@@ -18,26 +18,15 @@ TRAIN = """
 import time
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, DistributedSampler
 
-
-class Lazy(Dataset):
-    def __init__(self):
-        self.resource = None
-
-    def __len__(self):
-        return 64
-
-    def __getitem__(self, i):
-        if self.resource is None:
-            time.sleep(0.2)  # a lazily opened resource: what persistence keeps
-            self.resource = object()
-        return torch.full((4,), float(i))
+# Its workers open a 0.2 s resource lazily: what persistence keeps.
+from loaderprof.examples import LazyResourceDataset
 
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")
-    data = Lazy()
+    data = LazyResourceDataset(n=64, dim=4)
     sampler = DistributedSampler(data)
     loader = DataLoader(data, batch_size=4, num_workers=2, sampler=sampler)  # TRAIN
     for epoch in range(6):
