@@ -66,9 +66,12 @@ _FRAMEWORKS = tuple(
     f"{os.sep}{name}{os.sep}"
     for name in ("lightning", "lightning_fabric", "pytorch_lightning", "transformers", "accelerate")
 )
-# The user's last loader of each Dataset object (by id, checked through the weak
-# reference): the one a framework's rebuild of that Dataset's loader comes from.
+# The last loader of each Dataset object that was not itself a rebuild (by id,
+# checked through the weak reference): the one a framework's rebuild of that
+# Dataset's loader comes from (NOTE [framework rebuilds]).
 _by_dataset: dict[int, weakref.ref[Any]] = {}
+# Ids of the loaders that have begun an epoch.
+_iterated: set[str] = set()
 
 
 class _Epoch:
@@ -302,13 +305,22 @@ def _wrap_init(cls: type, path: str) -> None:
     setattr(cls, "__init__", __init__)  # noqa: B010 (a class found at run time)
 
 
-def _origin(loader: Any) -> str | None:
-    """The id of the followed loader of the same Dataset object, if one is alive."""
+def _origin(loader: Any) -> Any:
+    """The followed loader a framework's `loader` rebuilds, or None. NOTE [framework
+    rebuilds]: a framework rebuilds a loader from another of the same Dataset object
+    (Lightning re-creates the user's to inject its sampler; accelerate's `prepare`
+    re-creates the one the HF Trainer built). The origin is the last loader of that
+    Dataset that was not itself a rebuild: the user's own, or one a framework built
+    and has not iterated yet (the Trainer's, before `prepare`). A framework loader
+    whose origin already ran epochs is a new loader: the Trainer builds one each
+    evaluation, each named apart."""
     ref = _by_dataset.get(id(loader.dataset))
     other = ref() if ref is not None else None
     if other is None or other.dataset is not loader.dataset:
         return None
-    return other.__dict__.get("_lp_id")
+    if other.__dict__.get("_lp_framework") and other.__dict__.get("_lp_id") in _iterated:
+        return None
+    return other
 
 
 def same_site(site: str, wanted: str) -> bool:
@@ -356,12 +368,16 @@ def _register(loader: Any, path: str) -> None:
     asked = _force_persistence(loader, site)
     described = _describe(loader)
     origin = _origin(loader) if framework else None
-    lid = origin or f"{os.getpid()}.{next(_ids)}"
+    lid = origin.__dict__["_lp_id"] if origin is not None else f"{os.getpid()}.{next(_ids)}"
+    if origin is not None:
+        # A rebuild copies the arm's persistent_workers: the script asked what its
+        # origin was asked.
+        asked = origin.__dict__.get("_lp_asked", asked)
     # Named only once described: a loader the hook could not describe is not followed.
     object.__setattr__(loader, "_lp_id", lid)
-    if not framework:
-        # Only the user's own loader is an origin: a framework that builds a loader of
-        # its own each evaluation (the HF Trainer) builds several, each named apart.
+    object.__setattr__(loader, "_lp_asked", asked)
+    object.__setattr__(loader, "_lp_framework", framework)
+    if origin is None:
         with contextlib.suppress(TypeError):
             _by_dataset[id(loader.dataset)] = weakref.ref(loader)
     _emit(
@@ -417,6 +433,7 @@ def _patch_iter(cls: type, path: str) -> None:
             except Exception as exc:
                 _warn_once(exc, "a Dataset state record was lost")
             _leave(path, lid)
+            _iterated.add(lid)
             _emit(path, Ev.ITER_START, loader=lid, planned=_planned(self))
         began = time.perf_counter()
         try:

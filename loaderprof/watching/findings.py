@@ -8,6 +8,7 @@ way to confirm them.
 from __future__ import annotations
 
 import itertools
+import shlex
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -76,7 +77,24 @@ def _recreated(site: str, group: Sequence[WatchedLoader]) -> Finding:
     )
 
 
-def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+def _confirm(ld: WatchedLoader, command: Sequence[str]) -> str:
+    """How to confirm a candidate: the watched command itself under `compare --`."""
+    if command:
+        return (
+            f"confirm with `loaderprof compare -- {shlex.join(command)}` (your command "
+            "run with persistence on and off, side by side: the saving per epoch of the "
+            "training itself), then pass persistent_workers=True"
+        )
+    return (
+        f"confirm with `loaderprof compare DATASET --num-workers {ld.num_workers}` (it "
+        "measures both settings side by side, memory and state included), then pass "
+        "persistent_workers=True"
+    )
+
+
+def check_candidates(
+    loaders: Sequence[WatchedLoader], command: Sequence[str] = ()
+) -> list[Finding]:
     out = []
     for ld in loaders:
         done = [e for e in ld.epochs if e.wall_s]
@@ -116,9 +134,7 @@ def check_candidates(loaders: Sequence[WatchedLoader]) -> list[Finding]:
                     "share": round(share, 3),
                     "worker_startup_s": None if startup is None else round(startup, 4),
                 },
-                fix="confirm with `loaderprof compare DATASET --num-workers "
-                f"{ld.num_workers}` (it measures both settings side by side, memory and "
-                "state included), then pass persistent_workers=True",
+                fix=_confirm(ld, command),
             )
         )
     return out
@@ -298,11 +314,15 @@ def check_leaked(loaders: Sequence[WatchedLoader], leaked: Sequence[int]) -> lis
 
 
 def find(
-    loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan], leaked: Sequence[int]
+    loaders: Sequence[WatchedLoader],
+    pools: Sequence[PoolSpan],
+    leaked: Sequence[int],
+    command: Sequence[str] = (),
 ) -> tuple[Finding, ...]:
+    """Every watch check; `command`: the watched command, which a fix can name."""
     return (
         *check_recreated(loaders),
-        *check_candidates(loaders),
+        *check_candidates(loaders, command),
         *check_idle_pools(loaders, pools),
         *check_growth(loaders),
         *check_copy_on_read(loaders),

@@ -46,7 +46,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         pools=spans,
         peak_worker_processes=peak_worker_processes(run.samples, workers) if workers else 0,
         leaked_pids=run.leaked_pids,
-        findings=find(found, spans, run.leaked_pids),
+        findings=find(found, spans, run.leaked_pids, run.command),
         sampler_duty_cycle=round(run.busy_s / wall, 4) if wall > 0 else None,
         interrupted=run.interrupted_by is not None,
         warnings=tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, [])),

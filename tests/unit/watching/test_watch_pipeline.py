@@ -87,6 +87,11 @@ def test_a_candidate_is_read_from_the_epochs_after_the_cold_one() -> None:
     assert cand.evidence["steady_epochs"] == 2 and cand.evidence["epochs"] == 3
     assert cand.evidence["median_first_batch_s"] == pytest.approx(0.4)
     assert "its 2 epochs after the first waited a median 0.40 s" in cand.title
+    # The fix names the watched command itself under compare's command form.
+    assert "loaderprof compare DATASET --num-workers" in cand.fix
+    named = find(found, pools(found, 7.0), (), ("python", "train.py", "--lr", "0.1"))
+    (cand,) = [f for f in named if f.id == "persistence-candidate"]
+    assert "`loaderprof compare -- python train.py --lr 0.1`" in cand.fix
 
 
 def test_only_worker_processes_count_as_leaked() -> None:

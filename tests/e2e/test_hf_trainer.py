@@ -1,0 +1,88 @@
+"""See NOTE [framework rebuilds]. A real HF `transformers.Trainer` script (its own
+DataLoader, which accelerate's `prepare` rebuilds before the first epoch) under
+`watch` and under `compare --` (skipped where transformers or accelerate is not
+installed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_nothing_left, run_cli, script_site, watch_script
+from loaderprof.inside.hook import same_site
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+TRAINER = """
+import torch
+from torch import nn
+from transformers import Trainer, TrainingArguments
+
+# Its workers open a 0.2 s resource lazily: what persistence keeps.
+from loaderprof.examples import LazyResourceDataset
+
+
+class Items(LazyResourceDataset):
+    def __getitem__(self, i):
+        x = super().__getitem__(i)
+        return {"x": x, "labels": x.sum()}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, x, labels=None):
+        out = self.lin(x).squeeze(-1)
+        return {"loss": ((out - labels) ** 2).mean(), "logits": out}
+
+
+if __name__ == "__main__":
+    args = TrainingArguments(
+        output_dir="out", num_train_epochs=4, per_device_train_batch_size=8,
+        dataloader_num_workers=2, report_to=[], use_cpu=True, save_strategy="no",
+        logging_strategy="no", disable_tqdm=True,
+    )
+    trainer = Trainer(model=Model(), args=args, train_dataset=Items(n=64, dim=4))
+    trainer.train()  # TRAIN
+"""
+
+
+def test_the_trainers_loader_is_one_loader_at_the_users_line(tmp_path: Path) -> None:
+    run, report = watch_script(tmp_path, TRAINER, env={"HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    # The Trainer's loader and accelerate's rebuild of it: one loader, four epochs.
+    (loader,) = report["loaders"]
+    assert loader["site"] == script_site(tmp_path, "# TRAIN")
+    assert len(loader["epochs"]) == 4 and loader["workers_reused"] is False
+    (cand,) = [f for f in report["findings"] if f["id"] == "persistence-candidate"]
+    assert f"loaderprof compare -- {sys.executable} {tmp_path / 'train.py'}" in cand["fix"]
+    assert_nothing_left()
+
+
+def test_compare_runs_the_trainer_as_both_arms(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(TRAINER)
+    out = tmp_path / "cmd.json"
+    run = run_cli(
+        "compare", "--epochs", "3", "--trials", "1", "--json", str(out), "--",
+        sys.executable, str(script), cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    by_arm = {t["arm"]: t for t in report["trials"]}
+    for trial in by_arm.values():
+        main = trial["main"]
+        # Named relative to the command's directory: the same line.
+        assert same_site(script_site(tmp_path, "# TRAIN"), main["site"]) and main["built"] == 1
+        # TrainingArguments' default, whatever the arm set on the rebuild.
+        assert main["persistent_asked"] is False
+    steady = {arm: max(e["wall_s"] for e in t["epochs"][1:]) for arm, t in by_arm.items()}
+    assert steady["persistent"] < 0.5 * steady["non_persistent"], steady
+    assert_nothing_left()
