@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import shlex
 import statistics
 from collections.abc import Sequence
 
@@ -28,7 +29,16 @@ from loaderprof.model.results import Finding
 from loaderprof.model.units import fmt_bytes, fmt_seconds, listing, plural
 
 _WHICH_LOADER = "which DataLoader the pool belongs to and its settings"
-_CONFIRM = "loaderprof watch -- COMMAND (the job restarted under watch) sees every loader"
+
+
+def _confirm(command: Sequence[str]) -> str:
+    """What a restart of the job would tell, with its own command line where known."""
+    cmd = shlex.join(command) if command else "COMMAND"
+    return (
+        f"`loaderprof watch -- {cmd}` (the job restarted under watch) sees every loader; "
+        f"`loaderprof compare -- {cmd}` runs it with persistence on and off and measures "
+        "the saving"
+    )
 
 
 def _workers(pool: AttachedPool) -> str:
@@ -99,7 +109,7 @@ def check_growth(pools: Sequence[AttachedPool]) -> list[Finding]:
     return out
 
 
-def check_rebuilt(pools: Sequence[AttachedPool]) -> list[Finding]:
+def check_rebuilt(pools: Sequence[AttachedPool], command: Sequence[str] = ()) -> list[Finding]:
     """A lineage whose workers were replaced while watched: its loader's workers start
     again every epoch (inferred from the births)."""
     out = []
@@ -131,7 +141,7 @@ def check_rebuilt(pools: Sequence[AttachedPool]) -> list[Finding]:
                     "without persistent_workers, and what start-up costs an epoch",
                 },
                 fix="iterate one DataLoader built once with persistent_workers=True, if its "
-                f"start-up is worth it: {_CONFIRM}; loaderprof compare measures the saving",
+                f"start-up is worth it: {_confirm(command)}",
             )
         )
     return out
@@ -163,10 +173,15 @@ def check_left(pools: Sequence[AttachedPool], left: Sequence[int]) -> list[Findi
 
 
 def find(
-    pools: Sequence[AttachedPool], beside: dict[str, list[str]], left: Sequence[int]
+    pools: Sequence[AttachedPool],
+    beside: dict[str, list[str]],
+    left: Sequence[int],
+    command: Sequence[str] = (),
 ) -> tuple[Finding, ...]:
+    """Every check a job seen from outside allows; `command`: the job's command line,
+    which a fix can name."""
     return (
-        *check_rebuilt(pools),
+        *check_rebuilt(pools, command),
         *check_idle(pools, beside),
         *check_growth(pools),
         *check_left(pools, left),

@@ -124,7 +124,7 @@ def build_attach_report(obs: Observer, interrupted: bool) -> AttachReport:
         main_peak_pss_bytes=obs.main_peak[1],
         shm_size_bytes=obs.shm_size,
         shm_peak_used_bytes=obs.shm_peak,
-        findings=find(pools, beside, obs.left_behind),
+        findings=find(pools, beside, obs.left_behind, obs.command),
         duty_cycle=round(obs.busy_s / wall, 4) if wall > 0 else None,
         interrupted=interrupted,
         warnings=tuple(obs.warnings),

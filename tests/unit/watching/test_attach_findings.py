@@ -67,13 +67,14 @@ def _rebuilt(times: int = 3) -> AttachedPool:
 
 def _report(pools: tuple[AttachedPool, ...], left: tuple[int, ...] = ()) -> AttachReport:
     beside = {"P1": ["P2"]} if len(pools) > 1 else {}
+    command = ("python", "train.py", "--config", "a-rather-long-configuration-name.yaml")
     return AttachReport(
         kind=KIND,
         schema_version=1,
         tool={"name": "loaderprof", "version": "0"},
         environment={},
         pid=100,
-        command=("python", "train.py", "--config", "a-rather-long-configuration-name.yaml"),
+        command=command,
         wall_s=7.5,
         interval_s=0.05,
         ended_by="job exit",
@@ -86,7 +87,7 @@ def _report(pools: tuple[AttachedPool, ...], left: tuple[int, ...] = ()) -> Atta
         main_peak_pss_bytes=210 * MIB,
         shm_size_bytes=64 * 1024 * MIB,
         shm_peak_used_bytes=MIB,
-        findings=find(pools, beside, left),
+        findings=find(pools, beside, left, command),
         duty_cycle=0.05,
     )
 
@@ -101,6 +102,10 @@ def test_a_pool_rebuilt_every_epoch_and_one_idle_beside_it() -> None:
     rebuilt, idle = report.findings
     assert rebuilt.evidence["generations"] == 3
     assert "started again 2 times" in rebuilt.title
+    # The fix names the job's own command line under watch and compare's command form.
+    cmd = "python train.py --config a-rather-long-configuration-name.yaml"
+    assert f"`loaderprof compare -- {cmd}`" in rebuilt.fix
+    assert f"`loaderprof watch -- {cmd}`" in rebuilt.fix
     assert idle.evidence["while"] == ["P2"]
     # Each says what it could not see from outside.
     assert all("not_seen" in f.evidence for f in report.findings)
