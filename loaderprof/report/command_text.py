@@ -128,8 +128,13 @@ def _gates(r: CommandReport, width: int) -> str:
     return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
+_NBSP = "\u00a0"
+
+
 def _wrap(lines: Sequence[str], width: int) -> list[str]:
-    """Lines longer than the width break at a space, the rest indented."""
+    """Lines longer than the width break at a space, the rest indented; never between
+    a number and its unit ("0.275 s", "99.4 %")."""
+    import re
     import textwrap
 
     out: list[str] = []
@@ -138,7 +143,9 @@ def _wrap(lines: Sequence[str], width: int) -> list[str]:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip()) + 2)
-        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+        kept = re.sub(r"(\d) (s|ms|%)(?=[\s,.;:)]|$)", rf"\1{_NBSP}\2", line)
+        wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
+        out += [w.replace(_NBSP, " ") for w in wrapped]
     return out
 
 
