@@ -73,9 +73,8 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
 ) -> None:
     _script(tmp_path, LAZY)
     log, out = tmp_path / "clock.txt", tmp_path / "r.json"
-    run = _compare(
-        tmp_path, "--epochs", "3", "--json", str(out), argv=(str(log), "8"), env={"COLUMNS": "80"}
-    )
+    args = ("--trials", "2", "--epochs", "3", "--json", str(out))
+    run = _compare(tmp_path, *args, argv=(str(log), "8"), env={"COLUMNS": "80"})
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     arms = [t["arm"] for t in report["trials"]]
@@ -98,7 +97,8 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
     assert 0 < low <= report["saving"]["saved_s"] <= high
     for line in run.stdout.splitlines():
         assert len(line) <= 80, line
-    assert "saving per steady epoch" in run.stdout and "% CI" in run.stdout
+    assert "saving per steady epoch" in run.stdout and "95 % CI" in run.stdout
+    assert "plan: 3 epochs × 2 trials per arm\n" in run.stdout
 
 
 def test_the_adaptive_plan_stops_at_a_look_once_the_saving_is_decided(tmp_path: Path) -> None:
