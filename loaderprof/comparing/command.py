@@ -24,7 +24,6 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from loaderprof.analysis.gates import Gate
 from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, look_confidence, look_points
@@ -46,6 +45,7 @@ from loaderprof.model.command import (
     SavingEstimate,
 )
 from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Verdict
 from loaderprof.model.units import plural
 
 _POLL_S = 0.02
@@ -324,7 +324,9 @@ def _split(trials: Sequence[CommandTrial]) -> tuple[list[CommandTrial], list[Com
     )
 
 
-def _verdict(plan: CommandPlan, p: Sequence[CommandTrial], n: Sequence[CommandTrial]) -> Any:
+def _verdict(
+    plan: CommandPlan, p: Sequence[CommandTrial], n: Sequence[CommandTrial]
+) -> tuple[SavingEstimate | None, Verdict]:
     """(saving, verdict) at the look these trials make (NOTE [one verdict])."""
     per_arm = min(len(p), len(n))
     level = look_confidence(plan.max_trials, per_arm) if plan.adaptive else CONFIDENCE
@@ -337,7 +339,7 @@ def settled(plan: CommandPlan, trials: Sequence[CommandTrial]) -> bool:
     p, n = _split(trials)
     if not plan.adaptive or not at_look(len(p), len(n), plan.max_trials):
         return False
-    return bool(_verdict(plan, p, n)[1].decided)
+    return _verdict(plan, p, n)[1].decided
 
 
 def summarise(
@@ -349,8 +351,6 @@ def summarise(
 ) -> CommandReport:
     p, n = _split(trials)
     s, v = _verdict(plan, p, n) if why is None and p and n else (None, None)
-    if why is None and not (p and n):
-        s = saving(p, n, plan.seed)
     per_arm = min(len(p), len(n))
     planned = set(look_points(plan.max_trials)) if plan.adaptive else {plan.per_arm}
     complete = not interrupted and len(p) == len(n) and per_arm in planned
