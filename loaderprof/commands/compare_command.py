@@ -42,6 +42,13 @@ _APPLY = {
     "verbose",
 }
 DEFAULT_EPOCHS = 3
+_EXPORTS = "it writes --json and --markdown (it samples no memory and no lifelines)"
+_WHY = {
+    **dict.fromkeys(("csv", "junit", "html", "plot", "trace"), _EXPORTS),
+    **dict.fromkeys(
+        ("baseline", "save_baseline"), "its gates are absolute, not relative to a saved report"
+    ),
+}
 
 
 def _flag(cls: type, name: str) -> str:
@@ -62,7 +69,7 @@ def _check_unused(values: dict[str, Any]) -> None:
             if values[f.name] not in (f.default, None, ()):
                 raise UsageError(
                     f"{_flag(cls, f.name)} does not apply to compare -- COMMAND: "
-                    "the command builds its own DataLoaders"
+                    + _WHY.get(f.name, "the command builds its own DataLoaders")
                 )
 
 
