@@ -299,18 +299,36 @@ def compare_command(
     command: Sequence[str],
     *,
     epochs: int = 3,
-    trials: int = 2,
+    trials: int | str = "auto",
+    max_trials: int = 6,
     seed: int = 0,
     loader_site: str | None = None,
     min_gain: float = 0.05,
+    fail_on: Sequence[str] = (),
+    strict: bool = False,
 ) -> Any:
     """`loaderprof compare -- COMMAND` (NOTE [command arms]): run `command` (argv:
-    ["python", "train.py", ...]) unchanged as both arms, `trials` per arm interleaved,
-    each stopped after `epochs` epochs of its main loader; returns the CommandReport.
-    A failure of the command itself raises LoaderprofError (its last lines in
-    `.detail`); bad input raises UsageError."""
+    ["python", "train.py", ...]) unchanged as both arms, interleaved, each stopped
+    after `epochs` epochs of its main loader: `trials` "auto" is compare's adaptive
+    plan (up to `max_trials` per arm), a number fixes it; `fail_on` gates
+    ("saved_s_per_epoch:>=100ms") are judged into the report. Returns the
+    CommandReport. A failure of the command itself raises LoaderprofError (its last
+    lines in `.detail`); bad input raises UsageError."""
+    from loaderprof.analysis.gates import check_command_gates
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.comparing.command import compare_command as run
 
-    plan = CommandPlan(tuple(command), epochs, trials, seed, loader_site, min_gain)
+    gates = tuple(parse_gate(g) for g in fail_on)
+    check_command_gates(gates)
+    plan = CommandPlan(
+        tuple(command),
+        epochs,
+        trials,
+        seed,
+        loader_site,
+        min_gain,
+        max_trials=max_trials,
+        gates=gates,
+        strict=strict,
+    )
     return run(plan)

@@ -29,6 +29,7 @@ from loaderprof.analysis.summary import (
     spread_groups,
     steady_groups,
 )
+from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import MetricValue, Ratio, Stat
 from loaderprof.model.results import ArmSummary, Comparison, Report
 from loaderprof.model.trials import TrialResult
@@ -171,6 +172,11 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                     name, report.arms["persistent"].trials, report.arms["non_persistent"].trials
                 )
                 out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n, r.has_interval)
+        if c.saved_s_per_epoch is not None:
+            # A difference of medians: no interval of its own (NOTE [earned intervals]),
+            # so past its limit it is inconclusive, never a fail.
+            v, n = c.saved_s_per_epoch, c.steady_epoch_n or 1
+            out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)
     for arm_name, arm in report.arms.items():
         for metric, groups in arm_groups(arm.trials).items():
             est = estimate_median(groups, seed=seed)
@@ -194,6 +200,41 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                     out[f"{arm_name}.{metric}"] = MetricValue(
                         v, v, v, n=len(nodes), has_interval=metric == "node_worker_processes"
                     )
+    return out
+
+
+def command_metrics(report: CommandReport, seed: int = 0) -> dict[str, MetricValue]:
+    """The gateable metrics of `compare -- COMMAND` (NOTE [command arms]): the steady
+    and cold ratios, the saving, each arm's steady and cold epoch; trials as units."""
+    out: dict[str, MetricValue] = {}
+    s = report.saving
+    arms = {
+        "persistent": [t for t in report.trials if t.arm == "persistent" and t.epochs],
+        "non_persistent": [t for t in report.trials if t.arm == "non_persistent" and t.epochs],
+    }
+    if s is not None:
+        r, n = s.ratio, min(len(v) for v in arms.values())
+        # From trials as units only, as the screen prints (see NOTE [earned intervals]).
+        trial = s.unit == "trial" and r.has_interval
+        out["steady_epoch_ratio"] = MetricValue(r.value, r.ci_low, r.ci_high, n, trial)
+        if s.low_s is not None and s.high_s is not None:
+            out["saved_s_per_epoch"] = MetricValue(s.saved_s, s.low_s, s.high_s, n)
+        else:
+            v = s.saved_s
+            out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)
+    cold = {name: [[t.epochs[0].wall_s] for t in ts] for name, ts in arms.items()}
+    est = estimate_ratio(cold["persistent"], cold["non_persistent"], seed=seed)
+    if est is not None and est.unit == "trial":
+        r = est.ratio
+        out["cold_epoch_ratio"] = MetricValue(r.value, r.ci_low, r.ci_high, est.n, r.has_interval)
+    for name, ts in arms.items():
+        for metric, groups in (
+            ("steady_epoch_s", [list(t.steady) for t in ts if t.steady]),
+            ("cold_epoch_s", cold[name]),
+        ):
+            m = estimate_median(groups, seed=seed) if groups else None
+            if m is not None:
+                out[f"{name}.{metric}"] = m
     return out
 
 

@@ -14,7 +14,8 @@ Expressions are `METRIC:LIMIT`:
   `-5%` (at most 5 % below it).
 
 Metric names: the comparison ratios (`steady_epoch_ratio`, `cold_epoch_ratio`,
-`first_batch_ratio`, `peak_total_pss_ratio`), and per-arm figures
+`first_batch_ratio`, `peak_total_pss_ratio`), the saving per steady epoch
+(`saved_s_per_epoch`, seconds, e.g. `>=100ms`), and per-arm figures
 (`steady_epoch_s`, `cold_epoch_s`, `first_batch_s`, `worker_startup_s`,
 `steady_samples_per_s`, `peak_worker_uss`, `peak_total_pss`,
 `idle_workers_uss`, `peak_main_pss`), which mean the persistent arm unless
@@ -34,6 +35,7 @@ from typing import Literal
 
 from loaderprof.checks.catalogue import FINDING_IDS
 from loaderprof.errors import UsageError
+from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
 from loaderprof.model.results import GateResult, GateStatus, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, parse_size
@@ -44,6 +46,8 @@ RATIO_METRICS = (
     "first_batch_ratio",
     "peak_total_pss_ratio",
 )
+# Persistent against non-persistent, in seconds: non-persistent minus persistent.
+SAVING_METRICS = ("saved_s_per_epoch",)
 TIME_METRICS = ("steady_epoch_s", "cold_epoch_s", "first_batch_s", "worker_startup_s")
 BYTE_METRICS = (
     "peak_worker_uss",
@@ -89,7 +93,7 @@ def metric_kind(metric: str) -> Kind:
     base = metric.split(".", 1)[-1]
     if base in RATIO_METRICS:
         return "ratio"
-    if base in TIME_METRICS:
+    if base in TIME_METRICS or base in SAVING_METRICS:
         return "time"
     if base in BYTE_METRICS:
         return "bytes"
@@ -105,7 +109,7 @@ def normalize_metric(name: str) -> str:
         raise UsageError(
             f"unknown arm {arm!r} in gate metric {name!r}: use persistent. or non_persistent."
         )
-    if base in RATIO_METRICS:
+    if base in RATIO_METRICS or base in SAVING_METRICS:
         if arm:
             raise UsageError(f"{base} compares the two arms; it takes no arm prefix")
         return base
@@ -114,7 +118,7 @@ def normalize_metric(name: str) -> str:
     if base not in ARM_METRICS:
         import difflib
 
-        names = list(RATIO_METRICS) + list(ARM_METRICS)
+        names = list(RATIO_METRICS) + list(SAVING_METRICS) + list(ARM_METRICS)
         close = difflib.get_close_matches(base, names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UsageError(f"unknown gate metric {name!r}{hint}; known: {', '.join(names)}")
@@ -335,6 +339,43 @@ def judge(
         has_interval=value.has_interval,
         informative=value.informative,
     )
+
+
+# What `compare -- COMMAND` measures (NOTE [command arms]): time only, no memory.
+COMMAND_METRICS = (
+    "steady_epoch_ratio",
+    "cold_epoch_ratio",
+    "saved_s_per_epoch",
+    *(f"{arm}.{m}" for arm in ARM_PREFIXES for m in ("steady_epoch_s", "cold_epoch_s")),
+)
+
+
+def check_command_gates(gates: Sequence[Gate]) -> None:
+    """Refuse, before any trial, a gate on a figure the command form does not measure."""
+    for g in gates:
+        if g.mode == "rel":
+            raise UsageError(f"gate {g}: compare -- COMMAND has no --baseline to be relative to")
+        if g.metric.startswith(FINDING):
+            raise UsageError(f"gate {g}: compare -- COMMAND runs no lifecycle checks")
+        if g.metric not in COMMAND_METRICS:
+            raise UsageError(
+                f"gate {g}: compare -- COMMAND does not measure {g.metric}; it gates "
+                "steady_epoch_ratio, cold_epoch_ratio, saved_s_per_epoch and each arm's "
+                "steady_epoch_s and cold_epoch_s"
+            )
+
+
+def evaluate_command(
+    report: CommandReport, gates: Sequence[Gate], *, strict: bool = False, seed: int = 0
+) -> tuple[tuple[GateResult, ...], Literal["pass", "fail"] | None]:
+    """Judge every gate against a `compare -- COMMAND` report, as `evaluate` does."""
+    if not gates:
+        return (), None
+    from loaderprof.analysis.comparison import command_metrics
+
+    metrics = command_metrics(report, seed)
+    results = tuple(judge(g, metrics.get(g.metric)) for g in gates)
+    return results, overall(results, strict=strict)
 
 
 def overall(results: Sequence[GateResult], *, strict: bool) -> Literal["pass", "fail"]:

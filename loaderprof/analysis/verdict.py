@@ -16,14 +16,16 @@ inputs and `decide` again; nothing edits a verdict once it is made.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from loaderprof.analysis.stats import CONFIDENCE, Direction, significant_direction
+from loaderprof.analysis.assessment import Assessment, assess
+from loaderprof.analysis.assessment import epochs_to_decide as epochs_to_decide
+from loaderprof.analysis.assessment import settled as settled
 from loaderprof.checks.state import CORRECTNESS
 from loaderprof.config.run import RunConfig
+from loaderprof.model.command import SavingEstimate
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR
 from loaderprof.model.results import (
     ARM_LABEL,
@@ -130,6 +132,42 @@ def _on_measurements(inputs: VerdictInputs) -> Verdict:
     return v
 
 
+def decide_command(
+    s: SavingEstimate | None, per_arm: int, min_gain: float, max_trials: int | None
+) -> Verdict:
+    """The verdict of `compare -- COMMAND` (NOTE [command arms]): time alone, by the
+    rules and words of compare's, from the saving's steady ratio. No memory is
+    sampled there, and one trial per arm decides nothing: its epochs are not units
+    (NOTE [earned intervals]). `max_trials`: the adaptive plan's cap, as in
+    `VerdictInputs`."""
+    if s is None:
+        return Verdict(
+            "neutral",
+            "Not enough steady epochs were measured to decide.",
+            ("need at least one steady epoch (epoch ≥ 2) in each arm",),
+            decided=False,
+        )
+    a = assess(s.ratio, s.p, s.confidence, min_gain, per_arm, s.unit)
+    plan: PlanMode = "adaptive" if max_trials is not None else "fixed"
+    ev = _Evidence(
+        a,
+        s.saved_s,
+        _interval_words(s.ratio, s.p, s.confidence, s.unit, per_arm),
+        "compare -- COMMAND samples no memory: what persistent workers hold between "
+        "epochs is not measured",
+        plan,
+        max_trials,
+    )
+    if s.unit != "trial":
+        return Verdict(
+            "neutral",
+            "Not decided: one trial per arm cannot show how trials differ.",
+            ("an interval needs ≥ 2 trials per arm: run --trials auto or --trials 2", ev.memory),
+            decided=False,
+        )
+    return _time_verdict(None, ev, min_gain)
+
+
 def _pct(ratio: float) -> str:
     """How much faster or slower, in words that stay readable for tiny ratios:
     "93 %", or "330×" where a percentage would read "100 %"."""
@@ -138,51 +176,7 @@ def _pct(ratio: float) -> str:
     return f"{abs(1 - ratio) * 100:.0f} %"
 
 
-Side = Literal["below", "above", "straddles"]
 PlanMode = Literal["adaptive", "fixed"]
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """NOTE [words follow numbers]: everything the verdict says about the steady
-    ratio, computed once, on the log scale, from the interval and test it prints:
-    whether it is significant, where it lies against the --min-gain line, whether it
-    means anything at all, and how many more units would decide it."""
-
-    ratio: Ratio
-    p: float | None
-    confidence: float
-    n: int
-    unit: str | None
-    line: float
-    direction: Direction | None
-    side: Side
-    informative: bool
-    # The line the interval must clear to decide: the --min-gain line, or 1.
-    target: float
-    # About how many more units per arm would put the interval on one side of
-    # `target`; None when the ratio sits at it (or nothing can be said).
-    more: int | None
-    at_line: bool
-
-
-def assess(
-    r: Ratio, p: float | None, confidence: float, min_gain: float, n: int, unit: str | None
-) -> Assessment:
-    line = 1.0 - min_gain
-    side: Side = "below" if r.ci_high < line else "above" if r.ci_low > line else "straddles"
-    direction = significant_direction(r, p, 1 - confidence)
-    target = line if (r.value <= line or r.ci_low <= line) else 1.0
-    more, at_line = None, False
-    if r.has_interval and r.ci_low > 0 and r.value > 0 and n > 0:
-        half = math.log(r.ci_high / r.ci_low) / 2
-        distance = abs(math.log(r.value / target))
-        at_line = half > 0 and distance < 0.1 * half
-        if half > 0 and not at_line:
-            more = max(1, math.ceil(n * (half / distance) ** 2) - n)
-    return Assessment(
-        r, p, confidence, n, unit, line, direction, side, r.informative, target, more, at_line
-    )
 
 
 @dataclass(frozen=True)
@@ -203,11 +197,17 @@ class _Evidence:
         return self.a.ratio
 
 
-def _test_words(comparison: Comparison) -> str:
-    n = comparison.steady_epoch_n
-    if comparison.unit == "trial":
-        return f"t on the logs of {plural(n, 'trial median')} per arm"
-    return f"t on the logs of one trial's {plural(n, 'steady epoch')} per arm"
+def _interval_words(r: Ratio, p: float | None, confidence: float, unit: str | None, n: int) -> str:
+    """ "ratio 0.50, 95 % CI 0.48–0.52, t on the logs of 3 trial medians per arm, p=0.01"."""
+    if unit == "trial":
+        test = f"t on the logs of {plural(n, 'trial median')} per arm"
+    else:
+        test = f"t on the logs of one trial's {plural(n, 'steady epoch')} per arm"
+    p_text = f", {test}, p={p:.3g}" if p is not None else ""
+    return (
+        f"ratio {fmt_ratio(r.value)}, {confidence * 100:.3g} % CI {fmt_ratio(r.ci_low)}–"
+        f"{fmt_ratio(r.ci_high)}{p_text}"
+    )
 
 
 def _evidence(
@@ -226,26 +226,20 @@ def _evidence(
         else "memory between epochs was not sampled (--sample-interval 0 or --idle-ms 0), "
         "so its cost is unknown"
     )
-    p = comparison.steady_epoch_p
-    p_text = f", {_test_words(comparison)}, p={p:.3g}" if p is not None else ""
-    level = f"{comparison.confidence * 100:.3g} %"
     return _Evidence(
         a=a,
         saved_s=saved,
-        interval=f"ratio {fmt_ratio(r.value)}, {level} CI {fmt_ratio(r.ci_low)}–"
-        f"{fmt_ratio(r.ci_high)}{p_text}",
+        interval=_interval_words(
+            r,
+            comparison.steady_epoch_p,
+            comparison.confidence,
+            comparison.unit,
+            comparison.steady_epoch_n or 0,
+        ),
         memory=memory,
         plan=plan,
         max_trials=max_trials,
     )
-
-
-def settled(r: Ratio, min_gain: float) -> bool:
-    """The adaptive plan's stop rule: the steady ratio's interval means something and
-    lies wholly on one side of the --min-gain line (a saving worth enabling for, or
-    not). NOTE [earned intervals]."""
-    line = 1.0 - min_gain
-    return r.informative and (r.ci_high < line or r.ci_low > line)
 
 
 def _adds_memory(comparison: Comparison) -> bool:
@@ -255,7 +249,9 @@ def _adds_memory(comparison: Comparison) -> bool:
     return r is not None and r.informative and r.ci_low > 1.0
 
 
-def _time_verdict(comparison: Comparison, ev: _Evidence, min_gain: float) -> Verdict:
+def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float) -> Verdict:
+    """The verdict on time alone; `comparison` None: the command form, which measures
+    no memory and no run length (NOTE [command arms])."""
     a, r = ev.a, ev.ratio
     if not a.informative:
         return _cannot_decide_verdict(ev)
@@ -298,13 +294,6 @@ def _time_verdict(comparison: Comparison, ev: _Evidence, min_gain: float) -> Ver
             decided=False,
         )
     return _no_difference_verdict(comparison, ev)
-
-
-def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
-    """About how many more units per arm would put the interval wholly on one side of
-    1 − min_gain (or of 1), from the measured spread, on the log scale: the interval
-    narrows as 1/√n. None when the ratio sits on the line itself."""
-    return assess(r, None, CONFIDENCE, min_gain, n, None).more
 
 
 def _advice(ev: _Evidence, total: int) -> str:
@@ -449,15 +438,15 @@ def _total_reason(comparison: Comparison, saved_s: float) -> str:
     )
 
 
-def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
-    extra = comparison.extra_idle_memory_bytes
+def _enable_verdict(comparison: Comparison | None, ev: _Evidence) -> Verdict:
+    extra = comparison.extra_idle_memory_bytes if comparison else None
     reasons = [
         f"steady epochs are {_pct(ev.ratio.value)} faster with persistent workers "
         f"({ev.interval}), saving {fmt_seconds(ev.saved_s)} per epoch"
     ]
-    if comparison.break_even_epochs is not None:
+    if comparison is not None and comparison.break_even_epochs is not None:
         reasons.append(f"it pays for itself from epoch {comparison.break_even_epochs} on")
-    if comparison.saved_s_total is not None:
+    if comparison is not None and comparison.saved_s_total is not None:
         reasons.append(_total_reason(comparison, comparison.saved_s_per_epoch or 0.0))
     reasons.append(ev.memory)
     return Verdict(
@@ -469,9 +458,15 @@ def _enable_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
     )
 
 
-def _no_difference_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
-    extra = comparison.extra_idle_memory_bytes
+def _no_difference_verdict(comparison: Comparison | None, ev: _Evidence) -> Verdict:
     reasons = [f"no significant difference in steady epoch time ({ev.interval})"]
+    if comparison is None:
+        return Verdict(
+            "neutral",
+            "Either way: persistence does not change steady epoch time measurably.",
+            (*reasons, ev.memory),
+        )
+    extra = comparison.extra_idle_memory_bytes
     if comparison.memory_budget_bytes is not None and not comparison.over_budget:
         reasons.append(f"within --memory-budget {fmt_bytes(comparison.memory_budget_bytes)}")
     reasons.append(ev.memory)

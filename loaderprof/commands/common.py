@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from loaderprof.config.options import GateOptions, OutputOptions
     from loaderprof.config.run import RunConfig
+    from loaderprof.model.command import CommandReport
     from loaderprof.model.results import Report
     from loaderprof.report.exporters import AnyReport, ReportKind, Target
 
@@ -210,7 +211,7 @@ def error_detail(report: Report) -> str | None:
     return next((e.detail for e in report.errors if e.detail), None)
 
 
-def failed_gates(report: Report, strict: bool) -> list[str]:
+def failed_gates(report: Report | CommandReport, strict: bool) -> list[str]:
     return [
         g.gate
         for g in report.gates
@@ -218,7 +219,7 @@ def failed_gates(report: Report, strict: bool) -> list[str]:
     ]
 
 
-def warn_inconclusive(report: Report, err: Console) -> None:
+def warn_inconclusive(report: Report | CommandReport, err: Console) -> None:
     for g in report.gates:
         if g.status == "inconclusive":
             err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)

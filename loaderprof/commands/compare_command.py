@@ -5,12 +5,17 @@ not apply: the command builds its own."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import sys
 from typing import Any
 
-from loaderprof.commands.common import stderr_console
+from loaderprof.commands.common import (
+    Outputs,
+    failed_gates,
+    saved_code,
+    stderr_console,
+    warn_inconclusive,
+)
 from loaderprof.config.options import (
     CommandOptions,
     GateOptions,
@@ -21,9 +26,29 @@ from loaderprof.config.options import (
 from loaderprof.errors import INTERRUPTS, ExitCode, LoaderprofError, UsageError
 
 # The options the command form reads; every other one left at its default.
-_APPLY = {"epochs", "trials", "seed", "min_gain", "json", "quiet", "debug", "verbose"}
+_APPLY = {
+    "epochs",
+    "trials",
+    "max_trials",
+    "seed",
+    "min_gain",
+    "fail_on",
+    "gates",
+    "strict",
+    "json",
+    "markdown",
+    "quiet",
+    "debug",
+    "verbose",
+}
 DEFAULT_EPOCHS = 3
-DEFAULT_TRIALS = 2
+_EXPORTS = "it writes --json and --markdown (it samples no memory and no lifelines)"
+_WHY = {
+    **dict.fromkeys(("csv", "junit", "html", "plot", "trace"), _EXPORTS),
+    **dict.fromkeys(
+        ("baseline", "save_baseline"), "its gates are absolute, not relative to a saved report"
+    ),
+}
 
 
 def _flag(cls: type, name: str) -> str:
@@ -44,26 +69,35 @@ def _check_unused(values: dict[str, Any]) -> None:
             if values[f.name] not in (f.default, None, ()):
                 raise UsageError(
                     f"{_flag(cls, f.name)} does not apply to compare -- COMMAND: "
-                    "the command builds its own DataLoaders"
+                    + _WHY.get(f.name, "the command builds its own DataLoaders")
                 )
 
 
 def _plan(values: dict[str, Any]) -> Any:
+    from loaderprof import api
+    from loaderprof.analysis.gates import check_command_gates
     from loaderprof.comparing.command import CommandPlan
+    from loaderprof.config.run import AUTO
 
     trials = values.get("trials")
     if isinstance(trials, str):
-        if trials != "auto" and not trials.isdigit():
-            raise UsageError(f"--trials {trials!r}: a number of trials per arm")
-        trials = int(trials) if trials.isdigit() else None
-    epochs = values.get("epochs")
+        text = trials.strip().lower()
+        if text != AUTO and not text.isdigit():
+            raise UsageError(f"--trials {trials!r}: a number of trials per arm, or auto")
+        trials = int(text) if text.isdigit() else AUTO
+    epochs, cap = values.get("epochs"), values.get("max_trials")
+    gates = tuple(api.load_gates(values.get("fail_on"), values.get("gates"), None))
+    check_command_gates(gates)
     return CommandPlan(
         command=tuple(values["command"]),
         epochs=DEFAULT_EPOCHS if epochs is None else int(epochs),
-        trials=DEFAULT_TRIALS if trials is None else int(trials),
+        trials=AUTO if trials is None else trials,
         seed=int(values.get("seed") or 0),
         loader_site=values.get(dataclasses.fields(CommandOptions)[0].name),
         min_gain=0.05 if values.get("min_gain") is None else float(values["min_gain"]),
+        max_trials=6 if cap is None else int(cap),
+        gates=gates,
+        strict=bool(values.get("strict")),
     )
 
 
@@ -73,8 +107,9 @@ def run(values: dict[str, Any]) -> int:
     _check_unused(values)
     plan = _plan(values)
     check_plan(plan)
+    out_opts = OutputOptions(json=values.get("json"), markdown=values.get("markdown"))
+    outputs = Outputs("compare-command", out_opts, what="compare -- COMMAND")
     err = stderr_console()
-    json_to = values.get("json")
 
     def on_trial(i: int, n: int, arm: str) -> None:
         if not values.get("quiet"):
@@ -91,23 +126,17 @@ def run(values: dict[str, Any]) -> int:
     from loaderprof.report.command_text import render
 
     width = max(80, min(120, shutil.get_terminal_size((80, 24)).columns))
-    text = render(report, width=width)
-    (sys.stderr if json_to == "-" else sys.stdout).write(text)
-    if json_to:
-        data = json.dumps(dataclasses.asdict(report), indent=2, default=str)
-        if json_to == "-":
-            sys.stdout.write(data + "\n")
-        else:
-            try:
-                with open(json_to, "w", encoding="utf-8") as f:
-                    f.write(data + "\n")
-            except OSError as exc:
-                sys.stderr.write(f"loaderprof: error: cannot write {json_to}: {exc.strerror}\n")
-                return int(ExitCode.NOT_SAVED)
+    (sys.stderr if outputs.json_to_stdout else sys.stdout).write(render(report, width=width))
+    saved = outputs.write(report, strict=plan.strict)
+    warn_inconclusive(report, err)
     late = INTERRUPTS.exit_code()
     if report.interrupted or late is not None:
         sys.stderr.write(
             f"loaderprof: interrupted: {len(report.trials)} trial(s) measured and reported\n"
         )
         return late if late is not None else int(ExitCode.INTERRUPTED)
-    return int(ExitCode.OK)
+    if report.gate_status == "fail":
+        failed = ", ".join(failed_gates(report, plan.strict))
+        sys.stderr.write(f"loaderprof: gate failed: {failed}\n")
+        return int(ExitCode.GATE_FAILED)
+    return saved_code(saved)

@@ -16,6 +16,7 @@ step inside, as the script's own clock around its epoch loop sees it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import signal
@@ -24,10 +25,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio
-from loaderprof.analysis.verdict import assess
+from loaderprof.analysis.gates import Gate
+from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, look_confidence, look_points
+from loaderprof.analysis.verdict import decide_command
 from loaderprof.comparing.command_events import CommandTrace
-from loaderprof.comparing.scheduler import trial_order
+from loaderprof.comparing.scheduler import at_look, trial_order
+from loaderprof.comparing.session import plan_outcome
+from loaderprof.config.run import AUTO
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.events import EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_PERSIST
@@ -42,6 +46,7 @@ from loaderprof.model.command import (
 )
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Verdict
+from loaderprof.model.units import plural
 
 _POLL_S = 0.02
 # The command's own output, kept per trial: its last lines are shown when it fails.
@@ -56,10 +61,31 @@ class CommandFailed(LoaderprofError):
 class CommandPlan:
     command: tuple[str, ...]
     epochs: int
-    trials: int
+    # Per arm: "auto" (the adaptive plan, NOTE [sequential looks]) or a fixed number.
+    trials: int | str = AUTO
     seed: int = 0
     loader_site: str | None = None
     min_gain: float = 0.05
+    max_trials: int = 6
+    gates: tuple[Gate, ...] = ()
+    strict: bool = False
+
+    @property
+    def adaptive(self) -> bool:
+        """compare's answer (RunConfig.adaptive): --trials auto adapts. loaderprof is
+        no torchrun rank here (a torchrun is inside the command), so nothing holds
+        it to a fixed plan."""
+        return self.trials == AUTO
+
+    @property
+    def per_arm(self) -> int:
+        """The most trials per arm the plan may take."""
+        return self.max_trials if self.adaptive else int(self.trials)
+
+    @property
+    def cap(self) -> int | None:
+        """The adaptive plan's cap, None for a fixed plan (as `VerdictInputs.max_trials`)."""
+        return self.max_trials if self.adaptive else None
 
 
 def check_plan(plan: CommandPlan) -> None:
@@ -69,8 +95,10 @@ def check_plan(plan: CommandPlan) -> None:
         raise UsageError(
             f"--epochs {plan.epochs}: use ≥ 2 (epoch 1 is cold; persistence changes the later ones)"
         )
-    if plan.trials < 1:
-        raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm")
+    if not plan.adaptive and (not isinstance(plan.trials, int) or plan.trials < 1):
+        raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm (or auto)")
+    if plan.max_trials < 1:
+        raise UsageError(f"--max-trials {plan.max_trials}: use ≥ 1 per arm")
 
 
 def _tail(path: str) -> str:
@@ -210,14 +238,19 @@ def _median(values: Sequence[float]) -> float:
 
 
 def saving(
-    persistent: Sequence[CommandTrial], non_persistent: Sequence[CommandTrial], seed: int
+    persistent: Sequence[CommandTrial],
+    non_persistent: Sequence[CommandTrial],
+    seed: int,
+    confidence: float = CONFIDENCE,
 ) -> SavingEstimate | None:
     """Seconds saved per steady epoch, from the steady ratio compare computes (NOTE
     [trial is the unit]): its value and interval times the non-persistent arm's
-    steady epoch (the mean of its trial figures' logs, as the ratio's centre is)."""
+    steady epoch (the mean of its trial figures' logs, as the ratio's centre is).
+    `confidence`: the level of the look the adaptive plan took (NOTE [sequential
+    looks])."""
     a = [list(t.steady) for t in persistent if t.steady]
     b = [list(t.steady) for t in non_persistent if t.steady]
-    est = estimate_ratio(a, b, seed=seed)
+    est = estimate_ratio(a, b, seed=seed, confidence=confidence)
     if est is None:
         return None
     base = math.exp(sum(math.log(_median(g)) for g in b) / len(b))
@@ -230,45 +263,8 @@ def saving(
         high_s=base * (1 - r.ci_low) if earned else None,
         ratio=r,
         p=est.p,
-        confidence=CONFIDENCE,
+        confidence=confidence,
         unit=est.unit,
-    )
-
-
-def verdict(s: SavingEstimate | None, trials: int, min_gain: float) -> Verdict:
-    """enable: a significant saving of at least --min-gain; keep_off: the interval
-    lies above the --min-gain line; neutral: anything else (words from `assess`)."""
-    if s is None:
-        return Verdict(
-            "neutral", "Not enough steady epochs were measured to decide.", (), decided=False
-        )
-    if s.unit != "trial":
-        return Verdict(
-            "neutral",
-            "Cannot decide from one trial per arm.",
-            ("an interval needs ≥ 2 trials per arm (--trials 2)",),
-            decided=False,
-        )
-    a = assess(s.ratio, s.p, s.confidence, min_gain, trials, "trial")
-    pct = (1 - s.ratio.value) * 100
-    if a.direction == "saving" and a.side == "below":
-        return Verdict(
-            "enable",
-            f"Set persistent_workers=True: each steady epoch takes {pct:.0f} % less.",
-            (f"the saving's interval lies below the {min_gain * 100:g} % line",),
-        )
-    if a.side == "above" and a.informative:
-        return Verdict(
-            "keep_off",
-            "persistent_workers=True does not shorten this training's epochs.",
-            (f"the steady ratio's interval lies above the {min_gain * 100:g} % line",),
-        )
-    more = f"about {a.more} more trial(s) per arm" if a.more else "more trials"
-    return Verdict(
-        "neutral",
-        "Cannot decide with this many trials.",
-        (f"the interval straddles the {min_gain * 100:g} % line; {more} would decide it",),
-        decided=False,
     )
 
 
@@ -291,11 +287,13 @@ def nothing_to_compare(trial: CommandTrial) -> str | None:
 def compare_command(
     plan: CommandPlan, *, on_trial: Callable[[int, int, Arm], None] | None = None
 ) -> CommandReport:
-    """Run the plan's trials interleaved (A B B A ...) and summarise them; an interrupt
-    ends the run with the trials measured so far (the report says it is partial)."""
+    """Run the plan's trials interleaved (A B B A ...) and summarise them; an adaptive
+    plan stops at the first look whose verdict is decided (compare's rule, NOTE
+    [sequential looks]). An interrupt ends the run with the trials measured so far
+    (the report says it is partial)."""
     check_plan(plan)
     runner = CommandRunner(plan)
-    order = [s.arm for s in trial_order(plan.trials, plan.seed)]
+    order = [s.arm for s in trial_order(plan.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
     interrupted, why = False, None
     t0 = time.monotonic()
@@ -305,12 +303,43 @@ def compare_command(
                 on_trial(i + 1, len(order), arm)  # type: ignore[arg-type]
             trials.append(runner.run(i + 1, arm))  # type: ignore[arg-type]
             why = nothing_to_compare(trials[0])
-            if why is not None:
+            if why is not None or settled(plan, trials):
                 break
     except Interrupted:
         interrupted = True
     INTERRUPTS.finishing()
-    return summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0)
+    report = summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0)
+    from loaderprof.model.environment import environment
+    from loaderprof.version import __version__
+
+    # As every report carries them; the command's own imports are not seen from here.
+    tool = {"name": "loaderprof", "version": __version__}
+    return dataclasses.replace(report, tool=tool, environment=environment(None))
+
+
+def _split(trials: Sequence[CommandTrial]) -> tuple[list[CommandTrial], list[CommandTrial]]:
+    return (
+        [t for t in trials if t.arm == "persistent"],
+        [t for t in trials if t.arm == "non_persistent"],
+    )
+
+
+def _verdict(
+    plan: CommandPlan, p: Sequence[CommandTrial], n: Sequence[CommandTrial]
+) -> tuple[SavingEstimate | None, Verdict]:
+    """(saving, verdict) at the look these trials make (NOTE [one verdict])."""
+    per_arm = min(len(p), len(n))
+    level = look_confidence(plan.max_trials, per_arm) if plan.adaptive else CONFIDENCE
+    s = saving(p, n, plan.seed, level)
+    return s, decide_command(s, per_arm, plan.min_gain, plan.cap)
+
+
+def settled(plan: CommandPlan, trials: Sequence[CommandTrial]) -> bool:
+    """The adaptive plan's stop rule, compare's: at a look, the verdict is decided."""
+    p, n = _split(trials)
+    if not plan.adaptive or not at_look(len(p), len(n), plan.max_trials):
+        return False
+    return _verdict(plan, p, n)[1].decided
 
 
 def summarise(
@@ -320,10 +349,13 @@ def summarise(
     interrupted: bool,
     wall_s: float,
 ) -> CommandReport:
-    p = [t for t in trials if t.arm == "persistent"]
-    n = [t for t in trials if t.arm == "non_persistent"]
-    s = saving(p, n, plan.seed) if why is None else None
-    return CommandReport(
+    p, n = _split(trials)
+    s, v = _verdict(plan, p, n) if why is None and p and n else (None, None)
+    per_arm = min(len(p), len(n))
+    planned = set(look_points(plan.max_trials)) if plan.adaptive else {plan.per_arm}
+    complete = not interrupted and len(p) == len(n) and per_arm in planned
+    cut = None if complete or why else _cut_words(interrupted, per_arm, plan.per_arm)
+    report = CommandReport(
         kind="compare-command",
         schema_version=1,
         command=plan.command,
@@ -333,10 +365,24 @@ def summarise(
         persistent=_arm(p) if p else None,
         non_persistent=_arm(n) if n else None,
         saving=s,
-        verdict=None if why or not p or not n else verdict(s, min(len(p), len(n)), plan.min_gain),
+        verdict=v,
         nothing_to_compare=why,
         site=trials[0].main.site if trials and trials[0].main else None,
-        complete=not interrupted and len(trials) == 2 * plan.trials,
+        complete=complete,
         interrupted=interrupted,
         wall_s=wall_s,
+        plan=None if why else plan_outcome(plan.cap, plan.per_arm, per_arm, v, cut),
     )
+    if not plan.gates or v is None:
+        return report
+    from loaderprof.analysis.gates import evaluate_command
+
+    results, status = evaluate_command(report, plan.gates, strict=plan.strict, seed=plan.seed)
+    return dataclasses.replace(report, gates=results, gate_status=status)
+
+
+def _cut_words(interrupted: bool, ran: int, planned: int) -> str | None:
+    """compare's words for a plan a signal cut short (report/partial.plan_words)."""
+    if not interrupted:
+        return None
+    return f"interrupted after {ran} of {plural(planned, 'planned trial')} per arm"

@@ -133,16 +133,23 @@ def run_trials(
 def looks_stop(cfg: RunConfig, settled: StopRule) -> StopRule:
     """The adaptive plan's stop rule: at each look (NOTE [sequential looks]), once both
     arms have the same number of measured trials, stop if `settled` says so."""
-    looks = set(look_points(cfg.max_trials))
 
     def stop(results: Sequence[TrialResult]) -> bool:
         measured = [t for t in results if not t.warmup and t.times_epochs]
         k = sum(t.arm == ARM_PERSISTENT.arm for t in measured)
-        if k not in looks or 2 * k != len(measured) or k == cfg.max_trials:
+        if not at_look(k, len(measured) - k, cfg.max_trials):
             return False
         return settled([t for t in results if not t.warmup])
 
     return stop
+
+
+def at_look(persistent: int, non_persistent: int, max_trials: int) -> bool:
+    """Whether the adaptive plan looks now (NOTE [sequential looks]): both arms have
+    the same number of measured trials, at a look point short of the cap (at the
+    cap the plan ends anyway). compare's plan and the command form's both ask here."""
+    k = persistent
+    return k == non_persistent and k < max_trials and k in look_points(max_trials)
 
 
 def run_schedule(

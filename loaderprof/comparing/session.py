@@ -201,38 +201,59 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
 def _plan_outcome(
     cfg: RunConfig, per_arm: int, verdict: Verdict | None, cut_short: str | None = None
 ) -> PlanOutcome:
+    why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
+    return plan_outcome(
+        cfg.max_trials if cfg.adaptive else None,
+        cfg.fixed_trials,
+        per_arm,
+        verdict,
+        cut_short,
+        fixed_why=why,
+    )
+
+
+def plan_outcome(
+    max_trials: int | None,
+    fixed_trials: int,
+    per_arm: int,
+    verdict: Verdict | None,
+    cut_short: str | None = None,
+    *,
+    fixed_why: str = "--trials",
+) -> PlanOutcome:
+    """How the plan ended, in compare's words; `max_trials` None: a fixed plan of
+    `fixed_trials` per arm (NOTE [sequential looks]). compare -- COMMAND's too."""
     settled = verdict is not None and verdict.decided
-    if not cfg.adaptive:
-        why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
+    if max_trials is None:
         return PlanOutcome(
             "fixed",
             per_arm,
-            cfg.fixed_trials,
+            fixed_trials,
             1,
             1,
-            _confidence(cfg, per_arm),
+            CONFIDENCE,
             settled,
-            cut_short or f"fixed plan ({why}): {plural(cfg.fixed_trials, 'trial')} per arm",
+            cut_short or f"fixed plan ({fixed_why}): {plural(fixed_trials, 'trial')} per arm",
         )
-    looks = look_points(cfg.max_trials)
+    looks = look_points(max_trials)
     taken = sum(1 for k in looks if k <= per_arm)
     if cut_short:
         stopped = cut_short
-    elif settled and per_arm < cfg.max_trials:
+    elif settled and per_arm < max_trials:
         stopped = f"settled after {plural(per_arm, 'trial')} per arm (look {taken} of {len(looks)})"
     elif settled:
-        stopped = f"settled at the cap, --max-trials {cfg.max_trials}"
-    elif per_arm >= cfg.max_trials:
-        stopped = f"not settled at the cap, --max-trials {cfg.max_trials}"
+        stopped = f"settled at the cap, --max-trials {max_trials}"
+    elif per_arm >= max_trials:
+        stopped = f"not settled at the cap, --max-trials {max_trials}"
     else:
         stopped = f"stopped after {plural(per_arm, 'trial')} per arm, before the plan could settle"
     return PlanOutcome(
         "adaptive",
         per_arm,
-        cfg.max_trials,
+        max_trials,
         len(looks),
         taken,
-        _confidence(cfg, per_arm),
+        look_confidence(max_trials, per_arm),
         settled,
         stopped,
     )

@@ -4,11 +4,12 @@ loaderprof started the command."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from loaderprof.model.metrics import Ratio, Stat
-from loaderprof.model.results import Verdict
+from loaderprof.model.results import GateResult, PlanOutcome, Verdict
 
 Arm = Literal["persistent", "non_persistent"]
 
@@ -108,3 +109,11 @@ class CommandReport:
     complete: bool
     interrupted: bool
     wall_s: float
+    # Added later; a report written before them loads with these defaults.
+    # The plan that ran (compare's PlanOutcome); None where there was nothing to compare.
+    plan: PlanOutcome | None = None
+    # --fail-on, judged as compare judges it (loaderprof.analysis.gates).
+    gates: tuple[GateResult, ...] = ()
+    gate_status: str | None = None
+    tool: Mapping[str, str] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)

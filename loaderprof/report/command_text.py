@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from loaderprof.model.command import ArmFigures, CommandReport, CommandTrial
 from loaderprof.model.metrics import Stat
+from loaderprof.report.rows import plan_summary
 
 _ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
 
@@ -49,6 +50,10 @@ def _head(r: CommandReport, width: int) -> list[str]:
         f"{n} trial{'s' * (n != 1)} ({order}; A persistent): loaderprof stopped {who} "
         f"after epoch {r.epochs}"
     )
+    if r.plan is not None:
+        # compare's words for the plan that ran (report/rows.plan_summary).
+        words = r.plan.stopped if not r.complete else plan_summary(r.epochs, r.plan)
+        out.append(f"plan: {words}")
     return out
 
 
@@ -84,7 +89,7 @@ def _saving(r: CommandReport) -> list[str]:
         return ["saving per steady epoch: – (no steady epoch in one of the arms)"]
     pct = (1 - s.ratio.value) * 100
     if s.low_s is not None and s.high_s is not None:
-        ci = f" ({s.confidence * 100:.0f} % CI {_s(s.low_s)} to {_s(s.high_s)})"
+        ci = f" ({s.confidence * 100:.3g} % CI {_s(s.low_s)} to {_s(s.high_s)})"
     else:
         ci = " (no interval: it needs ≥ 2 trials per arm)"
     return [f"saving per steady epoch: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
@@ -108,11 +113,31 @@ def render(r: CommandReport, width: int = 80) -> str:
         out += [f"  {reason}" for reason in r.verdict.reasons]
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
-    return "\n".join(_wrap(out, width)) + "\n"
+    text = "\n".join(_wrap(out, width)) + "\n"
+    return text + ("\n" + _gates(r, width) if r.gates else "")
+
+
+def _gates(r: CommandReport, width: int) -> str:
+    """compare's gates table (report/console.gates_table), as plain text."""
+    import io
+
+    from rich.console import Console
+
+    from loaderprof.report.console import gates_table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, highlight=False)
+    console.print(gates_table(r))
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+
+
+_NBSP = "\u00a0"
 
 
 def _wrap(lines: Sequence[str], width: int) -> list[str]:
-    """Lines longer than the width break at a space, the rest indented."""
+    """Lines longer than the width break at a space, the rest indented; never between
+    a number and its unit ("0.275 s", "99.4 %")."""
+    import re
     import textwrap
 
     out: list[str] = []
@@ -121,5 +146,16 @@ def _wrap(lines: Sequence[str], width: int) -> list[str]:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip()) + 2)
-        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+        kept = re.sub(r"(\d) (s|ms|%)(?=[\s,.;:)]|$)", rf"\1{_NBSP}\2", line)
+        wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
+        out += [w.replace(_NBSP, " ") for w in wrapped]
     return out
+
+
+def command_markdown(r: CommandReport) -> str:
+    """--markdown: the screen at 80 columns in a fenced block (a CI job summary keeps
+    its columns), under the verdict as a heading."""
+    head = f"{r.verdict.recommendation}: {r.verdict.headline}" if r.verdict else "no verdict"
+    if r.nothing_to_compare:
+        head = "nothing to compare"
+    return f"## loaderprof compare -- COMMAND: {head}\n\n```text\n{render(r, width=80)}```\n"

@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
@@ -384,7 +385,7 @@ def _gate_name(g: Any) -> str:
     return f"{head}.\n  {rest}" if dot and ":" not in head else g.gate
 
 
-def gates_table(report: Report) -> RenderableType:
+def gates_table(report: Report | CommandReport) -> RenderableType:
     """The gates as written (their limits in them), so the table fits 80 columns; a
     relative gate's limit is spelled out (× baseline) in a column of its own."""
     from loaderprof.analysis.gates import format_result

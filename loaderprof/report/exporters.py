@@ -24,11 +24,12 @@ from typing import Any, Literal, Protocol
 
 from loaderprof.errors import UsageError
 from loaderprof.model.attached import AttachReport
+from loaderprof.model.command import CommandReport
 from loaderprof.model.results import Report, SweepReport
 from loaderprof.model.watch import WatchReport
 
-ReportKind = Literal["compare", "sweep", "watch", "attach"]
-AnyReport = Report | SweepReport | WatchReport | AttachReport
+ReportKind = Literal["compare", "sweep", "watch", "attach", "compare-command"]
+AnyReport = Report | SweepReport | WatchReport | AttachReport | CommandReport
 
 
 class Exporter(Protocol):
@@ -94,6 +95,10 @@ def _markdown(report: Any, strict: bool) -> str:
         from loaderprof.report.attach_console import attach_markdown
 
         return attach_markdown(report)
+    if isinstance(report, CommandReport):
+        from loaderprof.report.command_text import command_markdown
+
+        return command_markdown(report)
 
     return watch_markdown(report) if isinstance(report, WatchReport) else to_markdown(report)
 
@@ -124,7 +129,7 @@ def _trace(report: Any, strict: bool) -> str:
     return to_trace_json(report)
 
 
-_ALL: frozenset[ReportKind] = frozenset({"compare", "sweep", "watch", "attach"})
+_ALL: frozenset[ReportKind] = frozenset({"compare", "sweep", "watch", "attach", "compare-command"})
 _BOTH: frozenset[ReportKind] = frozenset({"compare", "sweep"})
 _COMPARE: frozenset[ReportKind] = frozenset({"compare"})
 _COMPARE_WATCH: frozenset[ReportKind] = frozenset({"compare", "watch"})
@@ -134,7 +139,7 @@ EXPORTERS: dict[str, Exporter] = {
     "json": _Text("--json", _ALL, _json),
     "save_baseline": _Text("--save-baseline", _COMPARE, _json),
     "csv": _Text("--csv", _BOTH, _csv),
-    "markdown": _Text("--markdown", _COMPARE_WATCH | {"attach"}, _markdown),
+    "markdown": _Text("--markdown", _COMPARE_WATCH | {"attach", "compare-command"}, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),
     "html": _Text("--html", _COMPARE, _html),
     "trace": _Text("--trace", _COMPARE_WATCH | {"attach"}, _trace),
@@ -145,6 +150,8 @@ Target = tuple[str, "str | Path"]
 
 
 def kind_of(report: AnyReport) -> ReportKind:
+    if isinstance(report, CommandReport):
+        return "compare-command"
     if isinstance(report, AttachReport):
         return "attach"
     if isinstance(report, WatchReport):

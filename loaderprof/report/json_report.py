@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from loaderprof.errors import UsageError
 from loaderprof.model.attached import AttachReport
 from loaderprof.model.codec import from_dict, to_dict
+from loaderprof.model.command import CommandReport
 from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
 from loaderprof.model.watch import WatchReport
 
@@ -17,7 +18,9 @@ T = TypeVar("T")
 
 
 def to_json(
-    report: Report | SweepReport | WatchReport | AttachReport, *, indent: int | None = 2
+    report: Report | SweepReport | WatchReport | AttachReport | CommandReport,
+    *,
+    indent: int | None = 2,
 ) -> str:
     return json.dumps(to_dict(report), indent=indent, allow_nan=False) + "\n"
 
@@ -27,6 +30,7 @@ _SCHEMAS = {
     "compare": "report-v1.schema.json",
     "watch": "watch-v1.schema.json",
     "attach": "attach-v1.schema.json",
+    "compare-command": "compare-command-v1.schema.json",
 }
 
 
@@ -65,6 +69,7 @@ READERS = {
     # naming the writer, which is not what the user needs next.
     "watch": "no loaderprof command reads watch reports back; its JSON follows schema watch-v1",
     "attach": "no loaderprof command reads attach reports back; its JSON follows schema attach-v1",
+    "compare-command": "read it with loaderprof report",
 }
 
 
@@ -75,6 +80,10 @@ def kind_of(data: dict[str, Any]) -> str:
 
 def is_sweep(path: str | Path) -> bool:
     return kind_of(_load(path)) == "sweep"
+
+
+def is_command(path: str | Path) -> bool:
+    return kind_of(_load(path)) == "compare-command"
 
 
 def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str) -> None:
@@ -89,6 +98,12 @@ def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str
 
 def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:
     return _read(path, Report, "compare", needs, "report")
+
+
+def read_command(path: str | Path, *, needs: str = "") -> CommandReport:
+    """A `compare -- COMMAND` report; one written before a field was added loads with
+    that field's default."""
+    return _read(path, CommandReport, "compare-command", needs, "compare -- COMMAND report")
 
 
 def read_sweep(path: str | Path, *, needs: str = "this command reads sweep reports") -> SweepReport:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
-from loaderprof.model.results import ARM_LABEL, ArmResult, Report
+from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
 from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 from loaderprof.report.partial import plan_words
 
@@ -86,7 +86,13 @@ def plan_text(report: Report) -> str:
         return f"{plural(cfg['epochs'], 'epoch')} · {partial}"
     if plan is None:
         return f"{plural(cfg['epochs'], 'epoch')} × {plural(cfg['trials'], 'trial')} per arm"
-    text = f"{plural(cfg['epochs'], 'epoch')} × {plural(plan.trials_per_arm, 'trial')} per arm"
+    return plan_summary(cfg["epochs"], plan)
+
+
+def plan_summary(epochs: int, plan: PlanOutcome) -> str:
+    """'5 epochs × 2 trials per arm (adaptive: settled at look 1 of 4)': compare's
+    words for the plan that ran, the command form's too."""
+    text = f"{plural(epochs, 'epoch')} × {plural(plan.trials_per_arm, 'trial')} per arm"
     if plan.mode == "adaptive":
         state = "settled" if plan.settled else "not settled"
         text += f" (adaptive: {state} at look {plan.looks_taken} of {plan.looks_planned})"

@@ -62,9 +62,8 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
 ) -> None:
     _script(tmp_path, LAZY)
     log, out = tmp_path / "clock.txt", tmp_path / "r.json"
-    run = _compare(
-        tmp_path, "--epochs", "3", "--json", str(out), argv=(str(log), "8"), env={"COLUMNS": "80"}
-    )
+    args = ("--trials", "2", "--epochs", "3", "--json", str(out))
+    run = _compare(tmp_path, *args, argv=(str(log), "8"), env={"COLUMNS": "80"})
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
     arms = [t["arm"] for t in report["trials"]]
@@ -88,6 +87,49 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
     for line in run.stdout.splitlines():
         assert len(line) <= 80, line
     assert "saving per steady epoch" in run.stdout and "95 % CI" in run.stdout
+    assert "plan: 3 epochs × 2 trials per arm\n" in run.stdout
+
+
+def test_the_adaptive_plan_stops_at_a_look_once_the_saving_is_decided(tmp_path: Path) -> None:
+    # --trials auto is the default: compare's looks (2, 3, 4, 6 per arm) and stop rule.
+    # Its first look, at 99.4 % with 2 trials per arm and Welch's 1-2 degrees of
+    # freedom, settled in 2 of 6 runs of this script (the rest at the second look).
+    _script(tmp_path, LAZY)
+    out = tmp_path / "r.json"
+    run = _compare(tmp_path, "--json", str(out), argv=(str(tmp_path / "c.txt"), "8"))
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    plan = report["plan"]
+    k, look = plan["trials_per_arm"], plan["looks_taken"]
+    assert plan["mode"] == "adaptive" and plan["settled"] and k < plan["max_trials"] == 6
+    assert len(report["trials"]) == 2 * k and k == [2, 3, 4][look - 1]
+    assert report["verdict"]["recommendation"] == "enable"
+    # Each look's level is stricter than 95 % (alpha spent over the looks).
+    assert report["saving"]["confidence"] == plan["confidence"] > 0.95
+    words = f"plan: 3 epochs × {k} trials per arm (adaptive: settled at look {look} of 4)"
+    assert words in run.stdout
+    assert report["tool"]["name"] == "loaderprof" and report["environment"]["python"]
+
+
+def test_a_failing_gate_exits_as_compares_and_report_shows_the_screen_again(
+    tmp_path: Path,
+) -> None:
+    _script(tmp_path, LAZY)
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    gates = ("--fail-on", "saved_s_per_epoch:>=5s", "--fail-on", "steady_epoch_ratio:<=0.9")
+    args = ("--trials", "2", "--epochs", "3", *gates, "--json", str(out), "--markdown", str(md))
+    run = _compare(tmp_path, *args, argv=(str(tmp_path / "c.txt"), "8"))
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.splitlines()[-1] == "loaderprof: gate failed: saved_s_per_epoch:>=5s"
+    assert "Traceback" not in run.stderr
+    report = json.loads(out.read_text())
+    assert [g["status"] for g in report["gates"]] == ["fail", "pass"]
+    assert report["gate_status"] == "fail" and report["plan"]["mode"] == "fixed"
+    assert "Gates: FAIL" in run.stdout and "fixed plan" not in run.stdout
+    assert "```text" in md.read_text() and "Gates: FAIL" in md.read_text()
+    again = run_cli("report", str(out))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == run.stdout
 
 
 def test_loader_site_switches_one_loader_and_times_it(tmp_path: Path) -> None:
@@ -175,6 +217,9 @@ def test_a_script_failing_on_its_own_is_its_error_exit_3(tmp_path: Path) -> None
         (("--epochs", "0", "--", sys.executable, "-c", "pass"), 2, "--epochs 0"),
         (("--", sys.executable, "-c", "import time; time.sleep(0.2)"), 2, "never built"),
         (("-w", "3", "--", sys.executable, "-c", "pass"), 2, "does not apply"),
+        (("--fail-on", "peak_worker_uss:<=1GiB", "--", "python"), 2, "does not measure"),
+        (("--baseline", "b.json", "--", "python"), 2, "does not apply"),
+        (("--trials", "two", "--", "python"), 2, "--trials 'two'"),
     ],
 )
 def test_bad_input_is_one_line(args: tuple[str, ...], code: int, words: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loaderprof.analysis.gates import parse_gate
 from loaderprof.comparing.command import CommandPlan, summarise
 from loaderprof.model.command import CommandEpoch, CommandReport, CommandTrial, MainLoader
 from loaderprof.report.command_text import render
@@ -44,8 +45,19 @@ def _reports() -> dict[str, CommandReport]:
     )
     rebuilt = MainLoader(SITE, 4, False, True, 5, 1)
     alone = CommandTrial(1, "persistent", full[0].epochs, 6.0, 6.3, rebuilt, True, None, 30.0)
+    gates = tuple(
+        parse_gate(g)
+        for g in (
+            "steady_epoch_ratio:<=0.9",
+            "saved_s_per_epoch:>=2s",
+            "non_persistent.steady_epoch_s:<=3s",
+        )
+    )
+    # An adaptive plan that ends at its cap, unsettled: the plan line and verdict say so.
+    adaptive = CommandPlan(COMMAND, 5, max_trials=2, gates=gates)
     return {
         "full": summarise(plan, full, None, False, 125.0),
+        "adaptive_gates": summarise(adaptive, full, None, False, 125.0),
         "interrupted": summarise(plan, full[:2], None, True, 60.0),
         "nothing": summarise(
             plan, (alone,), "its main loader is built anew every epoch", False, 30.0
@@ -54,7 +66,7 @@ def _reports() -> dict[str, CommandReport]:
 
 
 @pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("name", ["full", "interrupted", "nothing"])
+@pytest.mark.parametrize("name", ["full", "adaptive_gates", "interrupted", "nothing"])
 def test_the_command_screen_fits_and_matches_its_golden_text(name: str, width: int) -> None:
     text = render(_reports()[name], width=width)
     assert max(len(line) for line in text.splitlines()) <= width
