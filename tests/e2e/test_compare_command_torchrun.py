@@ -8,9 +8,11 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import assert_nothing_left, run_cli, script_site
+from loaderprof.report.json_report import load_schema
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +62,7 @@ def test_two_ranks_each_build_the_main_loader_and_persistence_is_measured(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(out.read_text())
+    jsonschema.validate(report, load_schema("compare-command"), cls=jsonschema.Draft202012Validator)
     by_arm = {t["arm"]: t for t in report["trials"]}
     for trial in by_arm.values():
         main = trial["main"]
