@@ -171,7 +171,8 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
                 n = ratio_sample_count(
                     name, report.arms["persistent"].trials, report.arms["non_persistent"].trials
                 )
-                out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n, r.has_interval)
+                level = c.confidence if name == "steady_epoch_ratio" else 0.95
+                out[name] = MetricValue(r.value, r.ci_low, r.ci_high, n, r.has_interval, level)
         if c.saved_s_per_epoch is not None:
             # A difference of medians: no interval of its own (NOTE [earned intervals]),
             # so past its limit it is inconclusive, never a fail.
@@ -216,9 +217,10 @@ def command_metrics(report: CommandReport, seed: int = 0) -> dict[str, MetricVal
         r, n = s.ratio, min(len(v) for v in arms.values())
         # From trials as units only, as the screen prints (see NOTE [earned intervals]).
         trial = s.unit == "trial" and r.has_interval
-        out["steady_epoch_ratio"] = MetricValue(r.value, r.ci_low, r.ci_high, n, trial)
+        level = s.confidence
+        out["steady_epoch_ratio"] = MetricValue(r.value, r.ci_low, r.ci_high, n, trial, level)
         if s.low_s is not None and s.high_s is not None:
-            out["saved_s_per_epoch"] = MetricValue(s.saved_s, s.low_s, s.high_s, n)
+            out["saved_s_per_epoch"] = MetricValue(s.saved_s, s.low_s, s.high_s, n, True, level)
         else:
             v = s.saved_s
             out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)

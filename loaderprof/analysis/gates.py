@@ -238,14 +238,20 @@ def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earne
     return f"[{_fmt(kind, low, mode)}–{_fmt(kind, high, mode)}]"
 
 
+def _level(confidence: float, earned: bool) -> str:
+    """The interval's level where it is not the 95 % every other interval has."""
+    return f" {confidence * 100:g} %" if earned and abs(confidence - 0.95) > 1e-9 else ""
+
+
 def format_result(g: GateResult) -> tuple[str, str]:
-    """(value [CI], limit) for tables."""
+    """(value [CI], limit) for tables; an interval at another level than 95 % names it."""
     if g.value is None or g.ci_low is None or g.ci_high is None:
         shown = "–"
     else:
         kind = metric_kind(g.metric)
         ci = _bracket(kind, g.mode, g.value, g.ci_low, g.ci_high, g.has_interval)
-        shown = f"{format_value(g.metric, g.value, g.mode)} {ci}"
+        level = _level(g.confidence, g.has_interval and g.informative)
+        shown = f"{format_value(g.metric, g.value, g.mode)} {ci}{level}"
     if g.mode == "rel":
         return shown, f"{g.op} {g.limit:.3f} × baseline"
     return shown, f"{g.op} {format_value(g.metric, g.limit)}"
@@ -304,6 +310,7 @@ def judge(
     kind = gate.kind
     shown = _fmt(kind, value.value, gate.mode)
     ci = _bracket(kind, gate.mode, value.value, value.ci_low, value.ci_high, value.has_interval)
+    ci += _level(value.confidence, value.has_interval and value.informative)
     target = (
         f"{gate.op} {gate.limit:.3f} × baseline"
         if gate.mode == "rel"
@@ -338,6 +345,7 @@ def judge(
         baseline.value if baseline else None,
         has_interval=value.has_interval,
         informative=value.informative,
+        confidence=value.confidence,
     )
 
 

@@ -102,3 +102,6 @@ class MetricValue(_Interval):
     ci_high: float
     n: int
     has_interval: bool = True
+    # The interval's level: 0.95, or the adaptive plan's look level for the steady
+    # epoch (NOTE [sequential looks]), which its gates must name.
+    confidence: float = 0.95

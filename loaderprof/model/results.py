@@ -167,6 +167,8 @@ class GateResult:
     # False when there is no interval, or it is too wide to mean anything: such a
     # gate is inconclusive at most.
     informative: bool = True
+    # The interval's level (the steady epoch's is the adaptive plan's look level).
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)

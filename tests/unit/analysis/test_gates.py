@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from builders import MiB, make_pair
 from loaderprof.analysis import stats
-from loaderprof.analysis.gates import MetricValue, evaluate, judge, overall, parse_gate
+from loaderprof.analysis.gates import (
+    MetricValue,
+    evaluate,
+    format_result,
+    judge,
+    overall,
+    parse_gate,
+)
 from loaderprof.comparing.scheduler import trial_order
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
@@ -107,6 +114,29 @@ def test_missing_metric_is_skipped_and_strict_fails_inconclusive() -> None:
     inc = judge(g, MetricValue(0.97, 0.93, 1.01, 8))
     assert overall([inc], strict=False) == "pass"
     assert overall([inc], strict=True) == "fail"
+
+
+def test_a_gate_on_an_interval_at_the_looks_level_names_it() -> None:
+    # The adaptive plan's steady interval is at its look's level (NOTE [sequential
+    # looks]), not 95 %: the table and the message say so; a 95 % one stays unnamed.
+    g = parse_gate("steady_epoch_ratio:<=0.5")
+    strict = judge(g, MetricValue(0.04, 0.02, 0.07, 2, True, 0.994))
+    assert strict.confidence == 0.994
+    assert format_result(strict)[0] == "0.040 [0.020–0.070] 99.4 %"
+    assert "[0.020–0.070] 99.4 %, limit" in strict.message
+    plain = judge(g, MetricValue(0.04, 0.02, 0.07, 2))
+    assert format_result(plain)[0] == "0.040 [0.020–0.070]"
+    # No interval, no level.
+    once = judge(g, MetricValue(0.04, 0.04, 0.04, 1, False, 0.994))
+    assert format_result(once)[0] == "0.040 (no CI)"
+    # compare's report hands the steady ratio's level to its gate.
+    report = _report([3.0, 1.0, 1.01, 0.99, 1.0], [3.0, 2.0, 2.02, 1.98, 2.0])
+    assert report.comparison is not None
+    looked = dataclasses.replace(
+        report, comparison=dataclasses.replace(report.comparison, confidence=0.994)
+    )
+    results, _ = evaluate(looked, [g, parse_gate("cold_epoch_ratio:<=2")])
+    assert [r.confidence for r in results] == [0.994, 0.95]
 
 
 def test_evaluate_absolute_and_relative() -> None:
