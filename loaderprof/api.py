@@ -303,14 +303,18 @@ def compare_command(
     seed: int = 0,
     loader_site: str | None = None,
     min_gain: float = 0.05,
+    max_batches: int | None = None,
 ) -> Any:
     """`loaderprof compare -- COMMAND` (NOTE [command arms]): run `command` (argv:
     ["python", "train.py", ...]) unchanged as both arms, `trials` per arm interleaved,
     each stopped after `epochs` epochs of its main loader; returns the CommandReport.
     A failure of the command itself raises LoaderprofError (its last lines in
-    `.detail`); bad input raises UsageError."""
+    `.detail`); bad input raises UsageError. `max_batches`: each epoch of the switched
+    loaders ends after that many batches, projected to the loader's len() (NOTE [cut
+    epochs]). Each trial's findings are watch's (NOTE [command findings])."""
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.comparing.command import compare_command as run
+    from loaderprof.watching.session import run_findings
 
-    plan = CommandPlan(tuple(command), epochs, trials, seed, loader_site, min_gain)
-    return run(plan)
+    plan = CommandPlan(tuple(command), epochs, trials, seed, loader_site, min_gain, max_batches)
+    return run(plan, inspect=run_findings)

@@ -88,7 +88,7 @@ def decide(inputs: VerdictInputs) -> Verdict:
     """enable, keep_off or neutral, and why, from every input in its order of weight
     (NOTE [one verdict])."""
     v = _on_measurements(inputs)
-    v = _weigh_findings(v, inputs.findings)
+    v = weigh_findings(v, inputs.findings)
     if inputs.ranks is not None and inputs.ranks.nodes:
         v = _weigh_node(v, inputs.ranks, inputs.memory_budget_bytes)
     return v
@@ -489,7 +489,7 @@ def _no_difference_verdict(comparison: Comparison, ev: _Evidence) -> Verdict:
     )
 
 
-def _weigh_findings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
+def weigh_findings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
     """The verdict with what persistence does to the data the model sees.
 
     NOTE [the verdict is a promise]: a saving never outweighs training on other

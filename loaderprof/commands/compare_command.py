@@ -21,7 +21,17 @@ from loaderprof.config.options import (
 from loaderprof.errors import INTERRUPTS, ExitCode, LoaderprofError, UsageError
 
 # The options the command form reads; every other one left at its default.
-_APPLY = {"epochs", "trials", "seed", "min_gain", "json", "quiet", "debug", "verbose"}
+_APPLY = {
+    "epochs",
+    "trials",
+    "seed",
+    "min_gain",
+    "max_batches",
+    "json",
+    "quiet",
+    "debug",
+    "verbose",
+}
 DEFAULT_EPOCHS = 3
 DEFAULT_TRIALS = 2
 
@@ -64,6 +74,7 @@ def _plan(values: dict[str, Any]) -> Any:
         seed=int(values.get("seed") or 0),
         loader_site=values.get(dataclasses.fields(CommandOptions)[0].name),
         min_gain=0.05 if values.get("min_gain") is None else float(values["min_gain"]),
+        max_batches=values.get("max_batches"),
     )
 
 
@@ -82,7 +93,9 @@ def run(values: dict[str, Any]) -> int:
             err.print(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", style="dim")
 
     try:
-        report = compare_command(plan, on_trial=on_trial)
+        from loaderprof.watching.session import run_findings
+
+        report = compare_command(plan, on_trial=on_trial, inspect=run_findings)
     except CommandFailed as exc:
         # The command's own error, not loaderprof's: its last lines, then one line.
         if exc.detail:

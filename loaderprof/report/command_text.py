@@ -3,10 +3,13 @@ that fits the width it is given (80 columns and up)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
-from loaderprof.model.command import ArmFigures, CommandReport, CommandTrial
+from loaderprof.model.command import CommandReport, CommandTrial
 from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Finding
+from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
 
 _ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
 
@@ -46,16 +49,34 @@ def _head(r: CommandReport, width: int) -> list[str]:
         f"{n} trial{'s' * (n != 1)} ({order}; A persistent): loaderprof stopped {who} "
         f"after epoch {r.epochs}"
     )
+    if r.max_batches is not None:
+        full = _full_batches(r)
+        of = f" of {full}" if full else ""
+        out.append(
+            f"  --max-batches {r.max_batches}: each epoch of the switched loaders ended "
+            f"after {r.max_batches}{of} batches; the script saw shorter epochs"
+        )
     return out
 
 
-def _arms(p: ArmFigures | None, n: ArmFigures | None, epochs: int) -> list[str]:
+def _full_batches(r: CommandReport) -> int | None:
+    """The batches a whole epoch of the main loader has, as its len() says."""
+    return next((e.planned_batches for t in r.trials for e in t.epochs if e.planned_batches), None)
+
+
+def _arms(r: CommandReport) -> list[str]:
+    p, n, epochs = r.persistent, r.non_persistent, r.epochs
+    cut = " (cut)" if r.max_batches is not None else ""
     rows = [
         ("start to main loader built", lambda a: a.built_s),
         ("before epoch 1 (imports, set-up)", lambda a: a.before_first_s),
-        ("cold epoch (1)", lambda a: a.cold_epoch_s),
-        (f"steady epoch (2..{epochs})", lambda a: a.steady_epoch_s),
+        (f"cold epoch (1){cut}", lambda a: a.cold_epoch_s),
+        (f"steady epoch (2..{epochs}){cut}", lambda a: a.steady_epoch_s),
     ]
+    full = _full_batches(r)
+    if r.max_batches is not None and full:
+        # The saving and the verdict are of these (see NOTE [cut epochs]).
+        rows.append((f"  projected to {full} batches", lambda a: a.projected_steady_epoch_s))
     out = [f"{'median of trials':<34}{'persistent':>14}{'non-persistent':>16}"]
     for label, get in rows:
         a = _stat(get(p)) if p else "–"
@@ -97,21 +118,59 @@ def render(r: CommandReport, width: int = 80) -> str:
             "  change the line: " + _fit(r.site or "?", width - 19),
         ]
         return "\n".join(_wrap(out, width)) + "\n"
-    out += ["", *_arms(r.persistent, r.non_persistent, r.epochs), ""]
+    out += ["", *_arms(r), ""]
     out += _trials(r.trials, width)
     out += ["", *_saving(r)]
     if r.verdict is not None:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
+    out += _waits(r, width)
+    out += _findings(r.findings, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
     return "\n".join(_wrap(out, width)) + "\n"
 
 
+def _hang(label: str, text: str, column: int, width: int) -> list[str]:
+    """`label` in its column, `text` after it wrapped under itself."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=f"{label:<{column}}",
+        subsequent_indent=" " * column,
+        break_on_hyphens=False,
+    )
+
+
+def _waits(r: CommandReport, width: int) -> list[str]:
+    """The sentence compare's Dataset form prints, per arm (see NOTE [data wait])."""
+    arms = {"persistent": r.persistent, "non_persistent": r.non_persistent}
+    rows = arm_wait_rows({k: a.steady_wait for k, a in arms.items() if a is not None})
+    if not rows:
+        return []
+    column = max(len(label) for label, _ in rows) + 3
+    out = ["", COMPARE_HEAD]
+    for label, text in rows:
+        out += _hang(f"  {label or '→'}", text, column, width)
+    return out
+
+
+def _findings(findings: Sequence[Finding], width: int) -> list[str]:
+    """Watch's findings, each named by its arm (see NOTE [command findings])."""
+    if not findings:
+        return []
+    out = ["", "findings (each from the arm whose trials showed it):"]
+    for f in findings:
+        arm = _ARM.get(f.arm or "", f.arm or "?")
+        seen = f.evidence.get("trials", [])
+        where = f"{arm} arm, trial{'s' * (len(seen) != 1)} {', '.join(map(str, seen))}"
+        out += _hang(f"{f.severity.upper():<8}", f"{f.title} [{f.id}] ({where})", 8, width)
+        out += _hang("", f"fix: {f.fix}", 8, width)
+    return out
+
+
 def _wrap(lines: Sequence[str], width: int) -> list[str]:
     """Lines longer than the width break at a space, the rest indented."""
-    import textwrap
-
     out: list[str] = []
     for line in lines:
         if len(line) <= width:
