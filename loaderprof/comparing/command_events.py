@@ -121,6 +121,7 @@ class CommandTrace:
             persistent_workers=bool(created.get("persistent_workers", False)),
             built=len(siblings),
             epochs_per_loader=max(len(ld.epochs) for ld in siblings),
+            prefetch_factor=_int_or_none(created.get("prefetch_factor")),
         )
 
     def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:

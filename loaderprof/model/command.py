@@ -47,6 +47,7 @@ class MainLoader:
     built: int
     # The most epochs any one loader built there ran.
     epochs_per_loader: int
+    prefetch_factor: int | None = None
 
 
 @dataclass(frozen=True)

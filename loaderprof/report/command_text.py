@@ -56,7 +56,25 @@ def _head(r: CommandReport, width: int) -> list[str]:
             f"  --max-batches {r.max_batches}: each epoch of the switched loaders ended "
             f"after {r.max_batches}{of} batches; the script saw shorter epochs"
         )
+        out += _cut_warnings(r, full)
     return out
+
+
+def _cut_warnings(r: CommandReport, full: int | None) -> list[str]:
+    """What the projection (NOTE [short epochs]) cannot do with this cut."""
+    if full is None:
+        return ["  the main loader has no len(): the figures and the verdict are of cut epochs"]
+    main = r.trials[0].main if r.trials else None
+    if main is None or r.max_batches is None:
+        return []
+    queued = main.num_workers * (main.prefetch_factor or 2)
+    if r.max_batches >= 4 * queued:
+        return []
+    return [
+        f"  warning: the first {queued} batches of an epoch are prefetched (or wait for a "
+        "pool just started), so a cut this short projects wrong; use --max-batches "
+        f"{4 * queued} or more"
+    ]
 
 
 def _full_batches(r: CommandReport) -> int | None:
