@@ -123,7 +123,10 @@ def _saving(r: CommandReport) -> list[str]:
         ci = f" ({s.confidence * 100:.0f} % CI {_s(s.low_s)} to {_s(s.high_s)})"
     else:
         ci = " (no interval: it needs ≥ 2 trials per arm)"
-    return [f"saving per steady epoch: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
+    full = _full_batches(r) if r.max_batches is not None else None
+    # The saving is of projected epochs where they were cut (NOTE [short epochs]).
+    which = f"steady epoch projected to {full} batches" if full else "steady epoch"
+    return [f"saving per {which}: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
 
 
 def render(r: CommandReport, width: int = 80) -> str:
