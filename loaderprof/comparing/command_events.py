@@ -72,6 +72,10 @@ class CommandTrace:
                 ld.epochs[-1].batches = int(ev.get("batches", 0))
                 ld.epochs[-1].end_ev = ev
 
+    def in_epoch(self) -> bool:
+        """Some loader's epoch has begun and not ended, as far as the events read say."""
+        return any(ld.epochs and ld.epochs[-1].end is None for ld in self.loaders.values())
+
     def main_id(self) -> str | None:
         """The loader that ran the most batches in ended epochs (the first built on a
         tie); with --loader-site, only loaders built there."""

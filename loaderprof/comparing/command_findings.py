@@ -3,8 +3,12 @@
 NOTE [command findings]: each trial runs as `watch` runs a command: its process tree
 sampled (USS, RSS, open files) by the same sampler, and its events and samples read
 by watch's own assembly and checks, so a trial's findings are the ones `watch` would
-report for that run. comparing/ and watching/ are siblings, so the caller (the CLI,
-the API) hands the checks in as `Inspect`. A trial stopped by loaderprof has no
+report for that run, but for one difference: the epochs are timed, so the sampler is
+held while an epoch runs (as far as the events read every 20 ms tell) and walks in
+the pauses between epochs, where the growth and leak checks read their series. A
+loop with no pause between its epochs gets no such reading, and no such finding.
+comparing/ and watching/ are siblings, so the caller (the CLI, the API) hands the
+checks in as `Inspect`. A trial stopped by loaderprof has no
 exit of its own: leaked workers are looked for only where the command ended by
 itself. An arm's finding is its first trial's, named by its arm, with the trials
 that showed it; a warning only the persistent arm shows is a cost of persistence,
