@@ -229,7 +229,7 @@ class CommandRunner:
 
 
 def _steer(sampler: TreeSampler | None, in_epoch: bool) -> None:
-    """See NOTE [command findings]: the sampler held while an epoch runs, as compare's
+    """The sampler held while an epoch runs (see NOTE [command findings]), as compare's
     timing trials hold it (its walks compete with the workers on a small machine:
     measured, non-persistent epochs ran about 0.1 s longer of 0.5 s sampled), and
     walking in the pauses between epochs, where the checks read it."""
