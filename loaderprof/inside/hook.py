@@ -336,7 +336,13 @@ def _switched(loader: Any, site: str) -> bool:
     return not wanted or same_site(site, wanted)
 
 
-def _force_persistence(loader: Any, site: str) -> bool:
+# What the script asked of the first loader the arm switched for each Dataset (by id,
+# for this process's life): a framework that rebuilds it (accelerate's prepare, for
+# the HF Trainer) copies the arm's value, not the script's.
+_asked: dict[int, bool] = {}
+
+
+def _force_persistence(loader: Any, site: str, framework: bool = False) -> bool:
     """The arm's persistent_workers (see NOTE [command arms]), set on a loader the arm
     switches once its __init__ validated the script's own settings. Set past
     DataLoader.__setattr__, which refuses it after __init__: every iterator reads it
@@ -345,6 +351,10 @@ def _force_persistence(loader: Any, site: str) -> bool:
     asked = bool(loader.persistent_workers)
     if not _switched(loader, site):
         return asked
+    if framework and id(loader.dataset) in _asked:
+        asked = _asked[id(loader.dataset)]
+    else:
+        _asked.setdefault(id(loader.dataset), asked)
     object.__setattr__(loader, "persistent_workers", os.environ.get(ENV_PERSIST) == "1")
     cut = os.environ.get(ENV_MAX_BATCHES, "")
     if cut.isdigit() and int(cut) > 0:
@@ -366,7 +376,7 @@ def _preload() -> None:
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
     site, framework = _site()
-    asked = _force_persistence(loader, site)
+    asked = _force_persistence(loader, site, framework)
     described = _describe(loader)
     origin = _origin(loader) if framework else None
     lid = origin or f"{os.getpid()}.{next(_ids)}"

@@ -213,3 +213,64 @@ def test_max_batches_cuts_each_epoch_and_projects_it(tmp_path: Path) -> None:
     text = " ".join(run.stdout.split())
     assert "ended after 16 of 80 batches" in text and "projected to 80 batches" in text
     assert "warning" not in text
+
+
+# The HF Trainer builds the DataLoader inside transformers, and accelerate rebuilds it:
+# the main loader is named by the user's line that started the training.
+HF = """
+import sys, time
+import torch
+from torch.utils.data import Dataset
+from transformers import Trainer, TrainingArguments
+
+
+class Lazy(Dataset):
+    def __init__(self):
+        self.resource = None
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if self.resource is None:
+            time.sleep(0.2)  # a lazily opened resource, once per worker
+            self.resource = object()
+        return {"x": torch.full((4,), float(i)), "labels": torch.tensor(float(i % 2))}
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def forward(self, x, labels=None):
+        out = self.layer(x).squeeze(-1)
+        return {"loss": torch.nn.functional.mse_loss(out, labels), "logits": out}
+
+
+args = TrainingArguments(
+    output_dir=sys.argv[1], num_train_epochs=5, per_device_train_batch_size=8,
+    dataloader_num_workers=2, report_to=[], save_strategy="no", logging_strategy="no",
+    use_cpu=True, disable_tqdm=True,
+)
+trainer = Trainer(model=Model(), args=args, train_dataset=Lazy())
+trainer.train()  # TRAIN
+"""
+
+
+def test_an_hf_trainer_scripts_loader_is_named_by_the_users_line(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    path = _script(tmp_path, HF)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "# TRAIN" in text)
+    run, report = _compare(tmp_path, "--epochs", "3", "--trials", "1", argv=(str(tmp_path / "o"),))
+    for t in report["trials"]:
+        assert t["main"]["site"].endswith(f"train.py:{line}"), t["main"]
+        # What the script (the Trainer's default) asked, in both arms.
+        assert t["main"]["persistent_asked"] is False
+        assert [e["batches"] for e in t["epochs"]] == [8, 8, 8]
+    on, off = report["persistent"]["steady_wait"], report["non_persistent"]["steady_wait"]
+    # A fresh pool opens its 0.2 s resource before its first batch, every epoch.
+    assert off["first_s"] > 0.2 > on["first_s"]
+    assert report["saving"]["saved_s"] > 0.15
+    assert "persistence cuts the wait to the 1st batch" in " ".join(run.stdout.split())
