@@ -274,3 +274,47 @@ def test_an_hf_trainer_scripts_loader_is_named_by_the_users_line(tmp_path: Path)
     assert off["first_s"] > 0.2 > on["first_s"]
     assert report["saving"]["saved_s"] > 0.15
     assert "persistence cuts the wait to the 1st batch" in " ".join(run.stdout.split())
+
+
+EPOCHED = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Epoched(Dataset):
+    def __init__(self):
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i + 100 * self.epoch))
+
+
+ds = Epoched()
+loader = DataLoader(ds, batch_size=8, num_workers=2)
+for epoch in range(int(sys.argv[1])):
+    ds.set_epoch(epoch)
+    for batch in loader:
+        time.sleep(0.005)
+"""
+
+
+def test_stale_worker_state_is_the_persistent_arms_and_weighs_on_the_verdict(
+    tmp_path: Path,
+) -> None:
+    _script(tmp_path, EPOCHED)
+    run, report = _compare(tmp_path, "--epochs", "3", "--trials", "1", argv=("4",))
+    stale = [f for f in report["findings"] if f["id"] == "stale-worker-state"]
+    # A fresh pool every epoch copies the Dataset as it is then: only kept workers lag.
+    assert [f["arm"] for f in stale] == ["persistent"], report["findings"]
+    assert stale[0]["evidence"]["attribute"] == "epoch"
+    verdict = report["verdict"]
+    assert "stale-worker-state" in verdict["depends_on"]
+    assert "`epoch`" in verdict["headline"], verdict
+    assert "[stale-worker-state] (persistent arm, trial 1)" in " ".join(run.stdout.split())
