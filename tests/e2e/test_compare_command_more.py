@@ -261,11 +261,10 @@ trainer.train()  # TRAIN
 def test_an_hf_trainer_scripts_loader_is_named_by_the_users_line(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    path = _script(tmp_path, HF)
-    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "# TRAIN" in text)
+    _script(tmp_path, HF)
     run, report = _compare(tmp_path, "--epochs", "3", "--trials", "1", argv=(str(tmp_path / "o"),))
     for t in report["trials"]:
-        assert t["main"]["site"].endswith(f"train.py:{line}"), t["main"]
+        assert t["main"]["site"].endswith(_line(tmp_path, "# TRAIN")), t["main"]
         # What the script (the Trainer's default) asked, in both arms.
         assert t["main"]["persistent_asked"] is False
         assert [e["batches"] for e in t["epochs"]] == [8, 8, 8]
@@ -318,3 +317,32 @@ def test_stale_worker_state_is_the_persistent_arms_and_weighs_on_the_verdict(
     assert "stale-worker-state" in verdict["depends_on"]
     assert "`epoch`" in verdict["headline"], verdict
     assert "[stale-worker-state] (persistent arm, trial 1)" in " ".join(run.stdout.split())
+
+
+TWO = """
+import time
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+train = DataLoader(TensorDataset(torch.arange(64.0)), batch_size=8, num_workers=2)  # TRAIN
+val = DataLoader(TensorDataset(torch.arange(16.0)), batch_size=8, num_workers=1)
+for epoch in range(4):
+    for batch in train:
+        time.sleep(0.01)
+    for batch in val:
+        pass
+"""
+
+
+def test_a_train_pool_idle_through_validation_is_the_persistent_arms(tmp_path: Path) -> None:
+    _script(tmp_path, TWO)
+    _, report = _compare(tmp_path, "--epochs", "3", "--trials", "1")
+    idle = [f for f in report["findings"] if f["id"] == "idle-pools"]
+    # Kept pools outlive their epochs; a fresh pool ends with its iterator.
+    assert idle and {f["arm"] for f in idle} == {"persistent"}, report["findings"]
+    assert any(f["evidence"]["site"].endswith(_line(tmp_path, "# TRAIN")) for f in idle)
+
+
+def _line(tmp_path: Path, marker: str) -> str:
+    text = (tmp_path / "train.py").read_text().splitlines()
+    return f"train.py:{next(i for i, t in enumerate(text, 1) if marker in t)}"
