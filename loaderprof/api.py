@@ -306,6 +306,7 @@ def compare_command(
     min_gain: float = 0.05,
     fail_on: Sequence[str] = (),
     strict: bool = False,
+    max_batches: int | None = None,
 ) -> Any:
     """`loaderprof compare -- COMMAND` (NOTE [command arms]): run `command` (argv:
     ["python", "train.py", ...]) unchanged as both arms, interleaved, each stopped
@@ -313,10 +314,13 @@ def compare_command(
     plan (up to `max_trials` per arm), a number fixes it; `fail_on` gates
     ("saved_s_per_epoch:>=100ms") are judged into the report. Returns the
     CommandReport. A failure of the command itself raises LoaderprofError (its last
-    lines in `.detail`); bad input raises UsageError."""
+    lines in `.detail`); bad input raises UsageError. `max_batches`: each epoch of the
+    switched loaders ends after that many batches, projected to the loader's len()
+    (NOTE [cut epochs]). Each trial's findings are watch's (NOTE [command findings])."""
     from loaderprof.analysis.gates import check_command_gates
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.comparing.command import compare_command as run
+    from loaderprof.watching.session import run_findings
 
     gates = tuple(parse_gate(g) for g in fail_on)
     check_command_gates(gates)
@@ -330,5 +334,6 @@ def compare_command(
         max_trials=max_trials,
         gates=gates,
         strict=strict,
+        max_batches=max_batches,
     )
-    return run(plan)
+    return run(plan, inspect=run_findings)

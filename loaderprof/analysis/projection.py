@@ -19,7 +19,7 @@ cost, the thing persistence changes, stays each epoch's own.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loaderprof.model.metrics import Stat
@@ -44,20 +44,33 @@ def full_batches(
     return next((t.full_batches for t in trials if t.full_batches), None)
 
 
+def pooled_interval(spans: Iterable[tuple[float, int]]) -> float | None:
+    """Seconds per batch over epochs' (first to last batch, batches between) spans."""
+    pairs = list(spans)
+    gaps = sum(g for _, g in pairs)
+    return sum(s for s, _ in pairs) / gaps if gaps > 0 else None
+
+
 def trial_batch_interval(t: TrialResult) -> float | None:
     """A trial's seconds per batch once batches flow, pooled over its steady epochs
     (over all of them when it ran one)."""
     flowing = [e for e in t.epochs if batch_interval(e) is not None]
     steady = [e for e in flowing if e.epoch >= 2] or flowing
-    span = sum((e.last_batch_s or 0.0) - (e.first_batch_s or 0.0) for e in steady)
-    gaps = sum(e.batches - 1 for e in steady)
-    return span / gaps if gaps > 0 else None
+    return pooled_interval(
+        ((e.last_batch_s or 0.0) - (e.first_batch_s or 0.0), e.batches - 1) for e in steady
+    )
+
+
+def project_wall(wall_s: float, batches: int, full: int, cut_at: int, step: float | None) -> float:
+    """A cut epoch's wall at `full` batches; a whole epoch (or one too short to tell)
+    as it was measured."""
+    if batches < cut_at or batches >= full or step is None:
+        return wall_s
+    return wall_s + (full - batches) * step
 
 
 def _projected(e: EpochResult, full: int, cut_at: int, step: float | None) -> EpochResult:
-    if e.batches < cut_at or e.batches >= full or step is None:
-        return e  # a whole epoch (or too short to tell): measured as it is
-    return dataclasses.replace(e, wall_s=e.wall_s + (full - e.batches) * step)
+    return dataclasses.replace(e, wall_s=project_wall(e.wall_s, e.batches, full, cut_at, step))
 
 
 def project_trials(trials: Sequence[TrialResult], full: int, cut_at: int) -> list[TrialResult]:

@@ -90,7 +90,7 @@ def decide(inputs: VerdictInputs) -> Verdict:
     """enable, keep_off or neutral, and why, from every input in its order of weight
     (NOTE [one verdict])."""
     v = _on_measurements(inputs)
-    v = _weigh_findings(v, inputs.findings)
+    v = weigh_findings(v, inputs.findings)
     if inputs.ranks is not None and inputs.ranks.nodes:
         v = _weigh_node(v, inputs.ranks, inputs.memory_budget_bytes)
     return v
@@ -153,7 +153,7 @@ def decide_command(
         a,
         s.saved_s,
         _interval_words(s.ratio, s.p, s.confidence, s.unit, per_arm),
-        "compare -- COMMAND samples no memory: what persistent workers hold between "
+        "compare -- COMMAND reports no memory figures: what persistent workers hold between "
         "epochs is not measured",
         plan,
         max_trials,
@@ -168,12 +168,20 @@ def decide_command(
     return _time_verdict(None, ev, min_gain)
 
 
-def _pct(ratio: float) -> str:
-    """How much faster or slower, in words that stay readable for tiny ratios:
-    "93 %", or "330×" where a percentage would read "100 %"."""
-    if 0 < ratio < 0.05:
-        return f"{1 / ratio:.0f}×"
-    return f"{abs(1 - ratio) * 100:.0f} %"
+def _change(ratio: float) -> str:
+    """The steady epoch's change in words a time ratio allows: "11 % shorter" or
+    "19.6× faster" (an epoch at 0.051 of the time is not "95 % faster"), "8 % longer"
+    or "2.5× slower"."""
+    if ratio <= 0:
+        return "unmeasurably short"
+    if ratio <= 0.5:
+        n = 1 / ratio
+        return f"{n:.0f}× faster" if n >= 10 else f"{n:.1f}× faster"
+    if ratio < 1:
+        return f"{(1 - ratio) * 100:.0f} % shorter"
+    if ratio < 2:
+        return f"{(ratio - 1) * 100:.0f} % longer"
+    return f"{ratio:.0f}× slower" if ratio >= 10 else f"{ratio:.1f}× slower"
 
 
 PlanMode = Literal["adaptive", "fixed"]
@@ -264,7 +272,7 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             "keep_off",
             "Keep persistent_workers off: it makes steady epochs slower.",
             (
-                f"steady epochs are {_pct(r.value)} slower with persistent workers ({ev.interval})",
+                f"steady epochs are {_change(r.value)} with persistent workers ({ev.interval})",
                 ev.memory,
             ),
         )
@@ -273,7 +281,7 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             "neutral",
             f"Either way: persistence saves a little time ({fmt_seconds(ev.saved_s)} per epoch).",
             (
-                f"steady epochs are {_pct(r.value)} faster ({ev.interval}), a real but small "
+                f"steady epochs are {_change(r.value)} ({ev.interval}), a real but small "
                 f"saving (below the {min_gain * 100:.0f} % worth enabling for)",
                 ev.memory,
             ),
@@ -284,7 +292,7 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
         return Verdict(
             "neutral",
             f"Not decided: no significant difference, but a saving of up to "
-            f"{_pct(r.ci_low)} is still possible.",
+            f"{(1 - r.ci_low) * 100:.0f} % of the epoch is still possible.",
             (
                 f"no significant difference in steady epoch time ({ev.interval}), yet the "
                 f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
@@ -359,13 +367,12 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
 
 def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
     a, r = ev.a, ev.ratio
-    look = "faster" if r.value < 1.0 else "slower"
     return Verdict(
         "neutral",
         f"Not decided: after {plural(a.n, 'trial')} per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
         (
-            f"steady epochs look {_pct(r.value)} {look} with persistent workers "
+            f"steady epochs look {_change(r.value)} with persistent workers "
             f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
             f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
             + _what_decides(ev),
@@ -441,7 +448,7 @@ def _total_reason(comparison: Comparison, saved_s: float) -> str:
 def _enable_verdict(comparison: Comparison | None, ev: _Evidence) -> Verdict:
     extra = comparison.extra_idle_memory_bytes if comparison else None
     reasons = [
-        f"steady epochs are {_pct(ev.ratio.value)} faster with persistent workers "
+        f"steady epochs are {_change(ev.ratio.value)} with persistent workers "
         f"({ev.interval}), saving {fmt_seconds(ev.saved_s)} per epoch"
     ]
     if comparison is not None and comparison.break_even_epochs is not None:
@@ -484,7 +491,7 @@ def _no_difference_verdict(comparison: Comparison | None, ev: _Evidence) -> Verd
     )
 
 
-def _weigh_findings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
+def weigh_findings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
     """The verdict with what persistence does to the data the model sees.
 
     NOTE [the verdict is a promise]: a saving never outweighs training on other

@@ -32,6 +32,7 @@ _APPLY = {
     "max_trials",
     "seed",
     "min_gain",
+    "max_batches",
     "fail_on",
     "gates",
     "strict",
@@ -42,7 +43,7 @@ _APPLY = {
     "verbose",
 }
 DEFAULT_EPOCHS = 3
-_EXPORTS = "it writes --json and --markdown (it samples no memory and no lifelines)"
+_EXPORTS = "it writes --json and --markdown (no memory table and no lifelines)"
 _WHY = {
     **dict.fromkeys(("csv", "junit", "html", "plot", "trace"), _EXPORTS),
     **dict.fromkeys(
@@ -98,6 +99,7 @@ def _plan(values: dict[str, Any]) -> Any:
         max_trials=6 if cap is None else int(cap),
         gates=gates,
         strict=bool(values.get("strict")),
+        max_batches=values.get("max_batches"),
     )
 
 
@@ -117,7 +119,9 @@ def run(values: dict[str, Any]) -> int:
             err.print(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", style="dim")
 
     try:
-        report = compare_command(plan, on_trial=on_trial)
+        from loaderprof.watching.session import run_findings
+
+        report = compare_command(plan, on_trial=on_trial, inspect=run_findings)
     except CommandFailed as exc:
         # The command's own error, not loaderprof's: its last lines, then one line.
         if exc.detail:

@@ -29,13 +29,16 @@ from loaderprof.analysis.gates import Gate
 from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, look_confidence, look_points
 from loaderprof.analysis.verdict import decide_command
 from loaderprof.comparing.command_events import CommandTrace
+from loaderprof.comparing.command_figures import arm_projected, arm_waits, project_trials
+from loaderprof.comparing.command_findings import Inspect, arm_findings, weigh
 from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
-from loaderprof.config.run import AUTO
+from loaderprof.config.run import AUTO, RunConfig
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.events import EventReader
-from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_PERSIST
-from loaderprof.measure.hooked import ProcessTree, hooked_env
+from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
+from loaderprof.measure.hooked import HookedRun, ProcessTree, hooked_env
+from loaderprof.measure.sampler import TreeSampler
 from loaderprof.measure.scratch import scratch_dir
 from loaderprof.model.command import (
     Arm,
@@ -45,7 +48,7 @@ from loaderprof.model.command import (
     SavingEstimate,
 )
 from loaderprof.model.metrics import Stat
-from loaderprof.model.results import Verdict
+from loaderprof.model.results import Finding, Verdict
 from loaderprof.model.units import plural
 
 _POLL_S = 0.02
@@ -69,6 +72,8 @@ class CommandPlan:
     max_trials: int = 6
     gates: tuple[Gate, ...] = ()
     strict: bool = False
+    # Each epoch of the switched loaders ends after this many (see NOTE [cut epochs]).
+    max_batches: int | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -99,6 +104,11 @@ def check_plan(plan: CommandPlan) -> None:
         raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm (or auto)")
     if plan.max_trials < 1:
         raise UsageError(f"--max-trials {plan.max_trials}: use ≥ 1 per arm")
+    if plan.max_batches is not None and plan.max_batches < 2:
+        raise UsageError(
+            f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got "
+            f"{plan.max_batches}"
+        )
 
 
 def _tail(path: str) -> str:
@@ -113,8 +123,10 @@ def _tail(path: str) -> str:
 class CommandRunner:
     """One trial: one run of the command in one arm, stopped after its epochs."""
 
-    def __init__(self, plan: CommandPlan) -> None:
+    def __init__(self, plan: CommandPlan, inspect: Inspect | None = None) -> None:
         self.plan = plan
+        # Watch's checks (see NOTE [command findings]); without them, no sampling.
+        self.inspect = inspect
 
     def run(self, index: int, arm: Arm) -> CommandTrial:
         with scratch_dir("loaderprof-command-") as tmp:
@@ -122,16 +134,23 @@ class CommandRunner:
             extra = {ENV_PERSIST: "1" if arm == "persistent" else "0"}
             if self.plan.loader_site:
                 extra[ENV_LOADER_SITE] = self.plan.loader_site
+            if self.plan.max_batches:
+                extra[ENV_MAX_BATCHES] = str(self.plan.max_batches)
             env = hooked_env(path, tmp, extra)
             trace = CommandTrace(time.monotonic_ns(), self.plan.loader_site)
             proc = _start(self.plan.command, env, log)
-            returncode, stopped = self._follow(proc, trace, EventReader(path))
-            wall = (time.monotonic_ns() - trace.t0) / 1e9
+            sampler = self._sampler(proc.pid, path)
+            returncode, stopped, leaked = self._follow(
+                proc, trace, EventReader(path), ProcessTree(proc.pid, sampler)
+            )
+            t_end = time.monotonic_ns()
+            wall = (t_end - trace.t0) / 1e9
             done = trace.epochs_done()
             # Ended by itself: its own failure whenever it failed, and too short to
             # compare with fewer than two epochs (a cold one and a steady one).
             if not stopped and (returncode or done < 2):
                 self._failed(index, arm, returncode, trace, _tail(log))
+            findings = self._findings(sampler, trace, t_end, leaked)
         return CommandTrial(
             index=index,
             arm=arm,
@@ -142,16 +161,56 @@ class CommandRunner:
             stopped=stopped,
             returncode=None if stopped else returncode,
             wall_s=wall,
+            findings=findings,
         )
 
+    def _sampler(self, pid: int, events_path: str) -> TreeSampler | None:
+        """The command's tree sampled as `watch` samples it (NOTE [command findings])."""
+        if self.inspect is None:
+            return None
+        sampler = TreeSampler(
+            pid,
+            RunConfig.sample_interval_ms / 1000,
+            RunConfig.uss_interval_ms / 1000,
+            ignore_files=frozenset({events_path}),
+            handles_always=True,
+        )
+        sampler.epoch_started()
+        sampler.start()
+        return sampler
+
+    def _findings(
+        self,
+        sampler: TreeSampler | None,
+        trace: CommandTrace,
+        t_end: int,
+        leaked: tuple[int, ...],
+    ) -> tuple[Finding, ...]:
+        if self.inspect is None or sampler is None:
+            return ()
+        run = HookedRun(
+            events=trace.events,
+            samples=list(sampler.samples),
+            gone_ns=dict(sampler.gone_ns),
+            t0_ns=trace.t0,
+            t_end_ns=t_end,
+            leaked_pids=leaked,
+        )
+        return self.inspect(run)
+
     def _follow(
-        self, proc: subprocess.Popen[bytes], trace: CommandTrace, reader: EventReader
-    ) -> tuple[int | None, bool]:
+        self,
+        proc: subprocess.Popen[bytes],
+        trace: CommandTrace,
+        reader: EventReader,
+        tree: ProcessTree,
+    ) -> tuple[int | None, bool, tuple[int, ...]]:
         """Until the command ends or its main loader ran its epochs; then nothing of it
-        is left alive (an interrupt included)."""
-        tree = ProcessTree(proc.pid)
+        is left alive (an interrupt included). Also what outlived a command that ended
+        by itself (its leaked workers, once its helpers had a moment)."""
         returncode: int | None = None
         stopped = False
+        leaked: tuple[int, ...] = ()
         try:
             while True:
                 try:
@@ -160,14 +219,20 @@ class CommandRunner:
                 except subprocess.TimeoutExpired:
                     pass
                 trace.feed(reader.read_new())
+                _steer(tree.sampler, trace.in_epoch())
                 if trace.epochs_done() >= self.plan.epochs:
                     stopped = True
                     break
+            if returncode is not None and self.inspect is not None:
+                tree.reaped = True
+                leaked = tree.survivors()
         finally:
             with INTERRUPTS.held():
                 _stop(proc, tree)
+            if tree.sampler is not None:
+                tree.sampler.stop()
             trace.feed(reader.read_new())
-        return returncode, stopped
+        return returncode, stopped, leaked
 
     def _failed(
         self, index: int, arm: Arm, returncode: int | None, trace: CommandTrace, tail: str
@@ -188,6 +253,21 @@ class CommandRunner:
             f"the command ended after {trace.epochs_done()} epoch(s) of its main loader "
             f"{where}: it needs ≥ 2 (use --epochs ≤ the epochs it runs)"
         )
+
+
+def _steer(sampler: TreeSampler | None, in_epoch: bool) -> None:
+    """The sampler held while an epoch runs (see NOTE [command findings]), as compare's
+    timing trials hold it (its walks compete with the workers on a small machine:
+    measured, non-persistent epochs ran about 0.1 s longer of 0.5 s sampled), and
+    walking in the pauses between epochs, where the checks read it."""
+    if sampler is None or in_epoch == (not sampler.between):
+        return
+    if in_epoch:
+        sampler.epoch_started()
+        sampler.hold()
+    else:
+        sampler.epoch_ended()
+        sampler.release(None)
 
 
 def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
@@ -221,13 +301,17 @@ def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _arm(trials: Sequence[CommandTrial]) -> ArmFigures:
+def _arm(trials: Sequence[CommandTrial], max_batches: int | None = None) -> ArmFigures:
+    cold_wait, steady_wait = arm_waits(trials)
     return ArmFigures(
         trials=len(trials),
         built_s=Stat.of([t.built_s for t in trials if t.built_s is not None]),
         before_first_s=Stat.of([t.before_first_s for t in trials if t.before_first_s is not None]),
         cold_epoch_s=Stat.of([t.epochs[0].wall_s for t in trials if t.epochs]),
         steady_epoch_s=Stat.of([float(_median(t.steady)) for t in trials if t.steady]),
+        cold_wait=cold_wait,
+        steady_wait=steady_wait,
+        projected_steady_epoch_s=arm_projected(trials, max_batches),
     )
 
 
@@ -285,14 +369,18 @@ def nothing_to_compare(trial: CommandTrial) -> str | None:
 
 
 def compare_command(
-    plan: CommandPlan, *, on_trial: Callable[[int, int, Arm], None] | None = None
+    plan: CommandPlan,
+    *,
+    on_trial: Callable[[int, int, Arm], None] | None = None,
+    inspect: Inspect | None = None,
 ) -> CommandReport:
     """Run the plan's trials interleaved (A B B A ...) and summarise them; an adaptive
     plan stops at the first look whose verdict is decided (compare's rule, NOTE
     [sequential looks]). An interrupt ends the run with the trials measured so far
-    (the report says it is partial)."""
+    (the report says it is partial).
+    `inspect`: watch's checks, run on each trial (NOTE [command findings])."""
     check_plan(plan)
-    runner = CommandRunner(plan)
+    runner = CommandRunner(plan, inspect)
     order = [s.arm for s in trial_order(plan.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
     interrupted, why = False, None
@@ -325,13 +413,20 @@ def _split(trials: Sequence[CommandTrial]) -> tuple[list[CommandTrial], list[Com
 
 
 def _verdict(
-    plan: CommandPlan, p: Sequence[CommandTrial], n: Sequence[CommandTrial]
+    plan: CommandPlan,
+    p: Sequence[CommandTrial],
+    n: Sequence[CommandTrial],
+    findings: Sequence[Finding] = (),
 ) -> tuple[SavingEstimate | None, Verdict]:
-    """(saving, verdict) at the look these trials make (NOTE [one verdict])."""
+    """(saving, verdict) at the look these trials make (NOTE [one verdict]), of whole
+    epochs (NOTE [cut epochs]), naming the persistent arm's own warnings."""
     per_arm = min(len(p), len(n))
     level = look_confidence(plan.max_trials, per_arm) if plan.adaptive else CONFIDENCE
-    s = saving(p, n, plan.seed, level)
-    return s, decide_command(s, per_arm, plan.min_gain, plan.cap)
+    cut = plan.max_batches
+    s = saving(project_trials(p, cut), project_trials(n, cut), plan.seed, level)
+    v = weigh(decide_command(s, per_arm, plan.min_gain, plan.cap), findings)
+    assert v is not None
+    return s, v
 
 
 def settled(plan: CommandPlan, trials: Sequence[CommandTrial]) -> bool:
@@ -350,11 +445,14 @@ def summarise(
     wall_s: float,
 ) -> CommandReport:
     p, n = _split(trials)
-    s, v = _verdict(plan, p, n) if why is None and p and n else (None, None)
+    findings = arm_findings(trials)
+    s, v = _verdict(plan, p, n, findings) if why is None and p and n else (None, None)
     per_arm = min(len(p), len(n))
     planned = set(look_points(plan.max_trials)) if plan.adaptive else {plan.per_arm}
     complete = not interrupted and len(p) == len(n) and per_arm in planned
-    cut = None if complete or why else _cut_words(interrupted, per_arm, plan.per_arm)
+    stopped = None if complete or why else _cut_words(interrupted, per_arm, plan.per_arm)
+    # The saving and the verdict are of whole epochs (see NOTE [cut epochs]).
+    cut = plan.max_batches
     report = CommandReport(
         kind="compare-command",
         schema_version=1,
@@ -362,8 +460,8 @@ def summarise(
         epochs=plan.epochs,
         loader_site=plan.loader_site,
         trials=trials,
-        persistent=_arm(p) if p else None,
-        non_persistent=_arm(n) if n else None,
+        persistent=_arm(p, cut) if p else None,
+        non_persistent=_arm(n, cut) if n else None,
         saving=s,
         verdict=v,
         nothing_to_compare=why,
@@ -371,7 +469,9 @@ def summarise(
         complete=complete,
         interrupted=interrupted,
         wall_s=wall_s,
-        plan=None if why else plan_outcome(plan.cap, plan.per_arm, per_arm, v, cut),
+        plan=None if why else plan_outcome(plan.cap, plan.per_arm, per_arm, v, stopped),
+        findings=findings,
+        max_batches=cut,
     )
     if not plan.gates or v is None:
         return report

@@ -10,6 +10,7 @@ from typing import Any
 
 from loaderprof.inside.events import Ev
 from loaderprof.inside.hook import same_site
+from loaderprof.inside.waits import wait_split
 from loaderprof.model.command import CommandEpoch, MainLoader
 
 NS = 1_000_000_000
@@ -21,6 +22,9 @@ class _Epoch:
     first: int | None = None
     end: int | None = None
     batches: int = 0
+    planned: int | None = None
+    # The end event (its waits, how it ended, the stamp of its last batch).
+    end_ev: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -45,9 +49,12 @@ class CommandTrace:
         self.t0 = t0_ns
         self.site = site
         self.loaders: dict[str, _Loader] = {}
+        # Every event read, in order: watch's checks read them once the trial ended.
+        self.events: list[Mapping[str, Any]] = []
 
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
+            self.events.append(ev)
             kind, lid = ev.get("ev"), ev.get("loader")
             if kind == Ev.LOADER_CREATED and isinstance(lid, str):
                 self.loaders.setdefault(lid, _Loader(ev))
@@ -56,12 +63,18 @@ class CommandTrace:
             if ld is None:
                 continue
             if kind == Ev.ITER_START:
-                ld.epochs.append(_Epoch(int(ev["t"])))
+                planned = ev.get("planned")
+                ld.epochs.append(_Epoch(int(ev["t"]), planned=_int_or_none(planned)))
             elif kind == Ev.ITER_FIRST_BATCH and ld.epochs and ld.epochs[-1].first is None:
                 ld.epochs[-1].first = int(ev["t"])
             elif kind == Ev.ITER_END and ld.epochs and ld.epochs[-1].end is None:
                 ld.epochs[-1].end = int(ev["t"])
                 ld.epochs[-1].batches = int(ev.get("batches", 0))
+                ld.epochs[-1].end_ev = ev
+
+    def in_epoch(self) -> bool:
+        """Some loader's epoch has begun and not ended, as far as the events read say."""
+        return any(ld.epochs and ld.epochs[-1].end is None for ld in self.loaders.values())
 
     def main_id(self) -> str | None:
         """The loader that ran the most batches in ended epochs (the first built on a
@@ -147,6 +160,7 @@ class CommandTrace:
             built=len(siblings),
             epochs_per_loader=max(len(ld.epochs) for ld in siblings),
             ranks=len(self._ranks(lid)) if self._ranks(lid) != [None] else None,
+            prefetch_factor=_int_or_none(created.get("prefetch_factor")),
         )
 
     def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:
@@ -154,16 +168,7 @@ class CommandTrace:
         lid = self.main_id()
         if lid is None:
             return ()
-        pool = self._slowest(lid)
-        return tuple(
-            CommandEpoch(
-                index=i + 1,
-                wall_s=((e.end or e.start) - e.start) / NS,
-                first_batch_s=None if e.first is None else (e.first - e.start) / NS,
-                batches=e.batches,
-            )
-            for i, e in enumerate(pool[:limit])
-        )
+        return tuple(_epoch(i + 1, e) for i, e in enumerate(self._slowest(lid)[:limit]))
 
     def built_s(self) -> float | None:
         lid = self.main_id()
@@ -180,3 +185,23 @@ class CommandTrace:
 
     def built_any(self) -> bool:
         return bool(self.loaders)
+
+
+def _int_or_none(v: Any) -> int | None:
+    return int(v) if isinstance(v, int) else None
+
+
+def _epoch(index: int, e: _Epoch) -> CommandEpoch:
+    wall = ((e.end or e.start) - e.start) / NS
+    end = e.end_ev or {}
+    last = end.get("last_batch")
+    return CommandEpoch(
+        index=index,
+        wall_s=wall,
+        first_batch_s=None if e.first is None else (e.first - e.start) / NS,
+        batches=e.batches,
+        wait=wait_split(end, wall),
+        cut=end.get("ended") == "cut",
+        planned_batches=e.planned,
+        last_batch_s=(int(last) - e.start) / NS if isinstance(last, int) else None,
+    )

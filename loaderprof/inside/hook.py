@@ -55,6 +55,9 @@ ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
 # on every loader with workers, or only on those built at FILE:LINE.
 ENV_PERSIST = "LOADERPROF_PERSIST"
 ENV_LOADER_SITE = "LOADERPROF_LOADER_SITE"
+# `compare -- COMMAND --max-batches N`: the loaders the arm switches end each epoch
+# after N batches (NOTE [cut epochs]).
+ENV_MAX_BATCHES = "LOADERPROF_MAX_BATCHES"
 _TARGET = "torch.utils.data.dataloader"
 _ids = itertools.count(1)
 _patched: set[type] = set()
@@ -79,13 +82,15 @@ class _Epoch:
     of its last one and its waits for them (NOTE [data wait]). Kept apart from the
     iterator, whose queues and workers must go when it does."""
 
-    __slots__ = ("batches", "last", "waits")
+    __slots__ = ("batches", "cut", "last", "waits")
 
-    def __init__(self, iter_s: float = 0.0) -> None:
+    def __init__(self, iter_s: float = 0.0, cut: int | None = None) -> None:
         self.batches: int | None = 0
         self.last = 0
         self.waits = WaitClock()
         self.waits.start_pass(iter_s)
+        # --max-batches: the batches after which this epoch ends (NOTE [cut epochs]).
+        self.cut = cut
 
 
 # Each loader id's latest epoch: the loader's next iter(), or the program's normal end,
@@ -334,20 +339,28 @@ def same_site(site: str, wanted: str) -> bool:
     return a == b or a.endswith(os.sep + os.path.normpath(w_path))
 
 
-def _force_persistence(loader: Any, site: str) -> bool:
-    """The arm's persistent_workers (see NOTE [command arms]), set on a loader with workers
-    (at the chosen site, if one was chosen) once its __init__ validated the script's
-    own settings. Set past DataLoader.__setattr__, which refuses it after __init__:
-    every iterator reads it from the loader, so the arm holds from the first epoch.
-    Returns what the script asked for."""
-    asked = bool(loader.persistent_workers)
-    forced = os.environ.get(ENV_PERSIST)
+def _switched(loader: Any, site: str) -> bool:
+    """Whether the arm switches this loader: one with workers, at the chosen site if
+    one was chosen (NOTE [command arms])."""
+    if os.environ.get(ENV_PERSIST) not in ("0", "1") or loader.num_workers <= 0:
+        return False
     wanted = os.environ.get(ENV_LOADER_SITE)
-    if forced not in ("0", "1") or loader.num_workers <= 0:
+    return not wanted or same_site(site, wanted)
+
+
+def _force_persistence(loader: Any, site: str) -> bool:
+    """The arm's persistent_workers (see NOTE [command arms]), set on a loader the arm
+    switches once its __init__ validated the script's own settings. Set past
+    DataLoader.__setattr__, which refuses it after __init__: every iterator reads it
+    from the loader, so the arm holds from the first epoch. Returns what this loader
+    was asked for (a framework's rebuild takes its origin's: `_register`)."""
+    asked = bool(loader.persistent_workers)
+    if not _switched(loader, site):
         return asked
-    if wanted and not same_site(site, wanted):
-        return asked
-    object.__setattr__(loader, "persistent_workers", forced == "1")
+    object.__setattr__(loader, "persistent_workers", os.environ.get(ENV_PERSIST) == "1")
+    cut = os.environ.get(ENV_MAX_BATCHES, "")
+    if cut.isdigit() and int(cut) > 0:
+        object.__setattr__(loader, "_lp_cut", int(cut))
     return asked
 
 
@@ -445,7 +458,9 @@ def _patch_iter(cls: type, path: str) -> None:
         if outer and state is not None:
             state["_lp_loader"] = lid
             # iter() starts a non-persistent pool's workers: a wait for the first batch.
-            state["_lp_epoch"] = _open[lid] = _Epoch(time.perf_counter() - began)
+            state["_lp_epoch"] = _open[lid] = _Epoch(
+                time.perf_counter() - began, self.__dict__.get("_lp_cut")
+            )
             try:
                 _patch_next(type(it), path)
             except Exception as exc:  # an iterator class that cannot be patched
@@ -473,6 +488,13 @@ def _patch_next(cls: type, path: str) -> None:
         rec = state.get("_lp_epoch")
         if state.get("_lp_in_next"):  # a subclass's __next__ calling its base's
             return original(self)
+        if (
+            rec is not None
+            and rec.cut is not None
+            and (rec.batches is None or rec.batches >= rec.cut)
+        ):
+            _cut(path, lid, rec)  # see NOTE [cut epochs]; once ended, it stays ended
+            raise StopIteration
         state["_lp_in_next"] = True
         began = time.perf_counter()
         try:
@@ -501,6 +523,30 @@ def _patch_next(cls: type, path: str) -> None:
         return batch
 
     setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)
+
+
+def _cut(path: str, lid: Any, rec: _Epoch) -> None:
+    """NOTE [cut epochs]: `compare -- COMMAND --max-batches N` ends each epoch of the
+    loaders its arm switches once N batches were taken: the iterator raises
+    StopIteration as an exhausted one does, so the user's loop (a `for`, Lightning's
+    fetcher) sees a shorter epoch and goes on to its next one. A persistent pool
+    drops the batches it had in flight when its next iter() resets it, as torch does
+    for a loop that breaks; a non-persistent one ends with its iterator. The epoch
+    ends `cut`, now (the step after its last batch is in it, as StopIteration's
+    would be), with its last batch's stamp for the projection to the loader's len()
+    (analysis/projection.py). Every later __next__ of the iterator raises too."""
+    if rec.batches is None:
+        return
+    _emit(
+        path,
+        Ev.ITER_END,
+        loader=lid,
+        batches=rec.batches,
+        ended="cut",
+        last_batch=rec.last,
+        **rec.waits.fields(),
+    )
+    rec.batches = None
 
 
 def _planned(loader: Any) -> int | None:

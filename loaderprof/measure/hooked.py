@@ -8,12 +8,14 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loaderprof.inside import procfs
 from loaderprof.inside.hook import ENV_EVENTS
-from loaderprof.measure.sampler import TreeSampler
+from loaderprof.measure.sampler import Sample, TreeSampler
 
 
 def hooked_env(
@@ -35,6 +37,20 @@ def hooked_env(
     env[ENV_EVENTS] = events_path
     env.update(extra or {})
     return env
+
+
+@dataclass(frozen=True)
+class HookedRun:
+    """What one hooked run of a command left for watch's checks: its events, its
+    process tree's samples, when each process went, and what outlived the command
+    (`compare -- COMMAND`'s trials: NOTE [command findings])."""
+
+    events: Sequence[Mapping[str, Any]]
+    samples: Sequence[Sample]
+    gone_ns: Mapping[int, int]
+    t0_ns: int
+    t_end_ns: int
+    leaked_pids: tuple[int, ...]
 
 
 # multiprocessing's helpers (the resource tracker, the forkserver) exit on their

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Ratio, Stat
-from loaderprof.model.results import GateResult, PlanOutcome, Verdict
+from loaderprof.model.results import Finding, GateResult, PlanOutcome, Verdict
 
 Arm = Literal["persistent", "non_persistent"]
 
@@ -23,6 +24,14 @@ class CommandEpoch:
     wall_s: float
     first_batch_s: float | None
     batches: int
+    # Its waits for data, from the hook's clock (NOTE [data wait]).
+    wait: WaitSplit | None = None
+    # Ended by --max-batches, not by the script's loop (NOTE [cut epochs]).
+    cut: bool = False
+    # The batches the loader's len() says a whole epoch has, where it knows.
+    planned_batches: int | None = None
+    # From its iter() to its last batch, where the hook stamped it (a cut epoch).
+    last_batch_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,7 @@ class MainLoader:
     epochs_per_loader: int
     # Under torchrun: the ranks that built it (NOTE [ranks in a command]); None without.
     ranks: int | None = None
+    prefetch_factor: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class CommandTrial:
     # The command's own status where it ended by itself (None: stopped by loaderprof).
     returncode: int | None
     wall_s: float
+    # What the watch checks found in this run (NOTE [command findings]).
+    findings: tuple[Finding, ...] = ()
 
     @property
     def steady(self) -> tuple[float, ...]:
@@ -73,6 +85,11 @@ class ArmFigures:
     before_first_s: Stat | None
     cold_epoch_s: Stat | None
     steady_epoch_s: Stat | None
+    # Each trial's waits (its steady epochs' medians), then their median over trials.
+    cold_wait: WaitSplit | None = None
+    steady_wait: WaitSplit | None = None
+    # With --max-batches: the steady epoch at the loader's len() (NOTE [cut epochs]).
+    projected_steady_epoch_s: Stat | None = None
 
 
 @dataclass(frozen=True)
@@ -117,3 +134,8 @@ class CommandReport:
     gate_status: str | None = None
     tool: Mapping[str, str] = field(default_factory=dict)
     environment: Mapping[str, Any] = field(default_factory=dict)
+    # Each arm's findings, each tagged with its arm and the trials it was seen in
+    # (NOTE [command findings]).
+    findings: tuple[Finding, ...] = ()
+    # --max-batches: each epoch of the switched loaders ended after this many batches.
+    max_batches: int | None = None

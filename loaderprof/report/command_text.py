@@ -3,10 +3,14 @@ that fits the width it is given (80 columns and up)."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 
-from loaderprof.model.command import ArmFigures, CommandReport, CommandTrial
+from loaderprof.model.command import CommandReport, CommandTrial
 from loaderprof.model.metrics import Stat
+from loaderprof.model.results import Finding
+from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
 from loaderprof.report.rows import plan_summary
 
 _ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
@@ -50,6 +54,14 @@ def _head(r: CommandReport, width: int) -> list[str]:
         f"{n} trial{'s' * (n != 1)} ({order}; A persistent): loaderprof stopped {who} "
         f"after epoch {r.epochs}"
     )
+    if r.max_batches is not None:
+        full = _full_batches(r)
+        of = f" of {full}" if full else ""
+        out.append(
+            f"  --max-batches {r.max_batches}: each epoch of the switched loaders ended "
+            f"after {r.max_batches}{of} batches; the script saw shorter epochs"
+        )
+        out += _cut_warnings(r, full)
     if r.plan is not None:
         # compare's words for the plan that ran (report/rows.plan_summary).
         words = r.plan.stopped if not r.complete else plan_summary(r.epochs, r.plan)
@@ -57,13 +69,41 @@ def _head(r: CommandReport, width: int) -> list[str]:
     return out
 
 
-def _arms(p: ArmFigures | None, n: ArmFigures | None, epochs: int) -> list[str]:
+def _cut_warnings(r: CommandReport, full: int | None) -> list[str]:
+    """What the projection (NOTE [short epochs]) cannot do with this cut."""
+    if full is None:
+        return ["  the main loader has no len(): the figures and the verdict are of cut epochs"]
+    main = r.trials[0].main if r.trials else None
+    if main is None or r.max_batches is None:
+        return []
+    queued = main.num_workers * (main.prefetch_factor or 2)
+    if r.max_batches >= 4 * queued:
+        return []
+    return [
+        f"  warning: the first {queued} batches of an epoch are prefetched (or wait for a "
+        "pool just started), so a cut this short projects wrong; use --max-batches "
+        f"{4 * queued} or more"
+    ]
+
+
+def _full_batches(r: CommandReport) -> int | None:
+    """The batches a whole epoch of the main loader has, as its len() says."""
+    return next((e.planned_batches for t in r.trials for e in t.epochs if e.planned_batches), None)
+
+
+def _arms(r: CommandReport) -> list[str]:
+    p, n, epochs = r.persistent, r.non_persistent, r.epochs
+    cut = " (cut)" if r.max_batches is not None else ""
     rows = [
         ("start to main loader built", lambda a: a.built_s),
         ("before epoch 1 (imports, set-up)", lambda a: a.before_first_s),
-        ("cold epoch (1)", lambda a: a.cold_epoch_s),
-        (f"steady epoch (2..{epochs})", lambda a: a.steady_epoch_s),
+        (f"cold epoch (1){cut}", lambda a: a.cold_epoch_s),
+        (f"steady epoch (2..{epochs}){cut}", lambda a: a.steady_epoch_s),
     ]
+    full = _full_batches(r)
+    if r.max_batches is not None and full:
+        # The saving and the verdict are of these (see NOTE [cut epochs]).
+        rows.append((f"  projected to {full} batches", lambda a: a.projected_steady_epoch_s))
     out = [f"{'median of trials':<34}{'persistent':>14}{'non-persistent':>16}"]
     for label, get in rows:
         a = _stat(get(p)) if p else "–"
@@ -92,7 +132,10 @@ def _saving(r: CommandReport) -> list[str]:
         ci = f" ({s.confidence * 100:.3g} % CI {_s(s.low_s)} to {_s(s.high_s)})"
     else:
         ci = " (no interval: it needs ≥ 2 trials per arm)"
-    return [f"saving per steady epoch: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
+    full = _full_batches(r) if r.max_batches is not None else None
+    # The saving is of projected epochs where they were cut (NOTE [short epochs]).
+    which = f"steady epoch projected to {full} batches" if full else "steady epoch"
+    return [f"saving per {which}: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
 
 
 def render(r: CommandReport, width: int = 80) -> str:
@@ -105,12 +148,14 @@ def render(r: CommandReport, width: int = 80) -> str:
             "  change the line: " + _fit(r.site or "?", width - 19),
         ]
         return "\n".join(_wrap(out, width)) + "\n"
-    out += ["", *_arms(r.persistent, r.non_persistent, r.epochs), ""]
+    out += ["", *_arms(r), ""]
     out += _trials(r.trials, width)
     out += ["", *_saving(r)]
     if r.verdict is not None:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
+    out += _waits(r, width)
+    out += _findings(r.findings, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
     text = "\n".join(_wrap(out, width)) + "\n"
@@ -134,12 +179,47 @@ def _gates(r: CommandReport, width: int) -> str:
 _NBSP = "\u00a0"
 
 
+def _hang(label: str, text: str, column: int, width: int) -> list[str]:
+    """`label` in its column, `text` after it wrapped under itself."""
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=f"{label:<{column}}",
+        subsequent_indent=" " * column,
+        break_on_hyphens=False,
+    )
+
+
+def _waits(r: CommandReport, width: int) -> list[str]:
+    """The sentence compare's Dataset form prints, per arm (see NOTE [data wait])."""
+    arms = {"persistent": r.persistent, "non_persistent": r.non_persistent}
+    rows = arm_wait_rows({k: a.steady_wait for k, a in arms.items() if a is not None})
+    if not rows:
+        return []
+    column = max(len(label) for label, _ in rows) + 3
+    out = ["", COMPARE_HEAD]
+    for label, text in rows:
+        out += _hang(f"  {label or '→'}", text, column, width)
+    return out
+
+
+def _findings(findings: Sequence[Finding], width: int) -> list[str]:
+    """Watch's findings, each named by its arm (see NOTE [command findings])."""
+    if not findings:
+        return []
+    out = ["", "findings (each from the arm whose trials showed it):"]
+    for f in findings:
+        arm = _ARM.get(f.arm or "", f.arm or "?")
+        seen = f.evidence.get("trials", [])
+        where = f"{arm} arm, trial{'s' * (len(seen) != 1)} {', '.join(map(str, seen))}"
+        out += _hang(f"{f.severity.upper():<8}", f"{f.title} [{f.id}] ({where})", 8, width)
+        out += _hang("", f"fix: {f.fix}", 8, width)
+    return out
+
+
 def _wrap(lines: Sequence[str], width: int) -> list[str]:
     """Lines longer than the width break at a space, the rest indented; never between
     a number and its unit ("0.275 s", "99.4 %")."""
-    import re
-    import textwrap
-
     out: list[str] = []
     for line in lines:
         if len(line) <= width:

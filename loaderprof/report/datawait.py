@@ -3,6 +3,8 @@ for compare's screen and Markdown and watch's. Pure functions of the results."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import ARM_LABEL, ARMS, Report
 from loaderprof.model.units import fmt_seconds
@@ -29,15 +31,23 @@ def compare_wait_rows(report: Report, *, cold: bool = False) -> list[tuple[str, 
     what persistence changed before the first batch (label ""). None where no arm
     measured its waits (a report written before they were)."""
     arms = [name for name in ARMS if name in report.arms]
-    steady = {name: report.arms[name].summary.steady_wait for name in arms}
+    return arm_wait_rows(
+        {name: report.arms[name].summary.steady_wait for name in arms},
+        {name: report.arms[name].summary.cold_wait for name in arms} if cold else None,
+    )
+
+
+def arm_wait_rows(
+    steady: Mapping[str, WaitSplit | None], cold: Mapping[str, WaitSplit | None] | None = None
+) -> list[tuple[str, str]]:
+    """compare_wait_rows from each arm's waits (both forms of compare: the command's
+    arms have no Report)."""
     rows = [(ARM_LABEL[name], _split(w)) for name, w in steady.items() if w is not None]
     if not rows:
         return []
-    if cold:
-        for name in arms:
-            w = report.arms[name].summary.cold_wait
-            if w is not None:
-                rows.append((f"{ARM_LABEL[name]}, cold", _split(w)))
+    for name, w in (cold or {}).items():
+        if w is not None:
+            rows.append((f"{ARM_LABEL[name]}, cold", _split(w)))
     on, off = steady.get("persistent"), steady.get("non_persistent")
     if on is not None and off is not None:
         rows.append(("", _compare_action(on, off)))

@@ -8,8 +8,10 @@ from collections.abc import Callable, Sequence
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.events import Ev
+from loaderprof.measure.hooked import HookedRun
 from loaderprof.measure.readings import peak_worker_processes
 from loaderprof.model.environment import environment
+from loaderprof.model.results import Finding
 from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
 from loaderprof.watching.assemble import by_kind, loaders, pools
@@ -51,6 +53,13 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         interrupted=run.interrupted_by is not None,
         warnings=tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, [])),
     )
+
+
+def run_findings(run: HookedRun) -> tuple[Finding, ...]:
+    """watch's findings for one hooked run (a `compare -- COMMAND` trial: NOTE [command
+    findings]), by the same assembly and checks as its report."""
+    found = loaders(by_kind(run.events), run.samples, run.gone_ns, run.t0_ns, run.t_end_ns)
+    return find(found, pools(found, (run.t_end_ns - run.t0_ns) / NS), run.leaked_pids)
 
 
 # The sampler's shortest honest interval (as `compare` allows), in ms.

@@ -79,7 +79,7 @@ def test_the_verdict_is_compares_with_its_words() -> None:
     v = decide_command(s, 2, 0.05, None)
     assert v.recommendation == "enable" and v.decided
     assert v.headline.startswith("Enable persistent_workers: it saves")
-    assert any("samples no memory" in r for r in v.reasons)
+    assert any("reports no memory figures" in r for r in v.reasons)
     one = decide_command(saving(p[:1], n[:1], 0), 1, 0.05, None)
     assert one.recommendation == "neutral" and not one.decided
     assert "≥ 2 trials per arm" in one.reasons[0]

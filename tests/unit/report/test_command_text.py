@@ -12,6 +12,8 @@ import pytest
 from loaderprof.analysis.gates import parse_gate
 from loaderprof.comparing.command import CommandPlan, summarise
 from loaderprof.model.command import CommandEpoch, CommandReport, CommandTrial, MainLoader
+from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.results import Finding
 from loaderprof.report.command_text import render
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -62,11 +64,54 @@ def _reports() -> dict[str, CommandReport]:
         "nothing": summarise(
             plan, (alone,), "its main loader is built anew every epoch", False, 30.0
         ),
+        "more": _more(),
     }
 
 
+LEAK = Finding(
+    "leaked-files",
+    "warning",
+    "loader L1's persistent worker 0 holds more open files after every epoch "
+    "(10 → 12 → 14 → 16 → 18 → 20 → 22 → 24 → 26 → 28)",
+    {"site": SITE},
+    "close each file the Dataset opens (a `with` block), or open it once per worker",
+)
+
+
+def _cut_trial(i: int, arm: str, steady: float, first: float) -> CommandTrial:
+    """Five epochs cut at 32 of 500 batches, each with its waits (NOTE [data wait])."""
+    walls = [4.2 + 0.01 * i] + [steady * (1 + 0.01 * k + 0.004 * i) for k in range(2, 6)]
+    epochs = tuple(
+        CommandEpoch(
+            k + 1,
+            w,
+            first,
+            32,
+            WaitSplit(w, first if k else 3.1, 0.4 + 0.01 * k, 32),
+            True,
+            500,
+            first + 31 * 0.05,
+        )
+        for k, w in enumerate(walls)
+    )
+    found = (LEAK,) if arm == "persistent" else ()
+    return CommandTrial(i, arm, epochs, 6.1, 6.4, MAIN, True, None, 30.0, findings=found)  # type: ignore[arg-type]
+
+
+def _more() -> CommandReport:
+    """Waits, findings and --max-batches."""
+    plan = CommandPlan(COMMAND, 5, 2, max_batches=32)
+    trials = (
+        _cut_trial(1, "persistent", 1.9, 0.05),
+        _cut_trial(2, "non_persistent", 4.9, 3.0),
+        _cut_trial(3, "non_persistent", 5.0, 3.1),
+        _cut_trial(4, "persistent", 2.0, 0.06),
+    )
+    return summarise(plan, trials, None, False, 125.0)
+
+
 @pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("name", ["full", "adaptive_gates", "interrupted", "nothing"])
+@pytest.mark.parametrize("name", ["full", "adaptive_gates", "interrupted", "nothing", "more"])
 def test_the_command_screen_fits_and_matches_its_golden_text(name: str, width: int) -> None:
     text = render(_reports()[name], width=width)
     assert max(len(line) for line in text.splitlines()) <= width
