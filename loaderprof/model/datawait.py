@@ -40,15 +40,21 @@ class WaitSplit:
 
     @classmethod
     def of(cls, splits: Iterable[WaitSplit | None]) -> WaitSplit | None:
-        """Each figure's median over the epochs that have one (None: none has); the
-        wait is then the sum of the two medians, so the figures printed add up."""
+        """Each part's median over the epochs that have one (None: none has): the
+        wait for the first batch, the later waits and the step; the epoch is their
+        sum. The parts printed add up to the epoch printed, and the wait never
+        exceeds it: medians taken apart (the epoch's and each wait's) need not
+        (769 ms of waits in a 756 ms "median epoch" was seen)."""
         have = [s for s in splits if s is not None]
         if not have:
             return None
+        first = statistics.median(s.first_s for s in have)
+        steady = statistics.median(s.steady_s for s in have)
+        step = statistics.median(s.step_s for s in have)
         return cls(
-            epoch_s=statistics.median(s.epoch_s for s in have),
-            first_s=statistics.median(s.first_s for s in have),
-            steady_s=statistics.median(s.steady_s for s in have),
+            epoch_s=first + steady + step,
+            first_s=first,
+            steady_s=steady,
             batches=round(statistics.median(s.batches for s in have)),
         )
 

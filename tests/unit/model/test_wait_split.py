@@ -81,3 +81,18 @@ def test_a_second_pass_waits_for_its_first_batch_again() -> None:
     empty.start_pass(0.25)
     empty.took(0.25, batch=False)
     assert (empty.first_s, empty.steady_s) == (0.5, 0.0)
+
+
+def test_the_median_epochs_parts_add_up_and_never_exceed_it() -> None:
+    # Medians taken apart: waits 0.30 + 0.45 s in a 0.70 s "median epoch" (107 %).
+    epochs = [
+        WaitSplit(0.70, 0.30, 0.40, 8),
+        WaitSplit(0.80, 0.20, 0.45, 8),
+        WaitSplit(0.60, 0.35, 0.50, 8),
+    ]
+    m = WaitSplit.of(epochs)
+    assert m is not None
+    assert (m.first_s, m.steady_s) == (0.30, 0.45)
+    # The step's median (steps 0, 0.15 and 0 s) completes the epoch: 0.75 s.
+    assert m.epoch_s == pytest.approx(0.75) == m.first_s + m.steady_s + m.step_s
+    assert m.wait_share is not None and m.wait_share <= 1.0
