@@ -173,6 +173,9 @@ class Observer:
             if _gone(self.pid, self._ticks):
                 self.job_exited_s = now
             else:
+                # Exits before births: a worker born in this tick after another pool's
+                # workers exited is not theirs (Pools.place).
+                self._reap(now)
                 self._meet(now)
                 if deep:
                     self._read_main()
@@ -235,16 +238,19 @@ class Observer:
         if mem is not None:
             self.main_peak = (_most(self.main_peak[0], mem.uss), _most(self.main_peak[1], mem.pss))
 
-    def _follow(self, now: float, deep: bool) -> dict[int, float]:
-        """Exits, CPU time, and (deep) memory and handles of every live child; the CPU
-        seconds each worker used since the last tick."""
-        used: dict[int, float] = {}
+    def _reap(self, now: float) -> None:
         for proc in [self.procs[pid] for pid in self._live]:
             if _gone(proc.pid, proc.ticks):
                 proc.exited_s, proc.handle = now, None
                 self._live.discard(proc.pid)
                 self.pools.exited(proc.pid, now)
-                continue
+
+    def _follow(self, now: float, deep: bool) -> dict[int, float]:
+        """Exits, CPU time, and (deep) memory and handles of every live child; the CPU
+        seconds each worker used since the last tick."""
+        used: dict[int, float] = {}
+        self._reap(now)
+        for proc in [self.procs[pid] for pid in self._live]:
             if proc.role != "worker" or proc.handle is None:
                 continue
             try:

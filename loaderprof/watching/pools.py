@@ -3,7 +3,7 @@
 NOTE [pools from outside]: with no hook in the job, a DataLoader's workers are known
 only by what /proc says of each child process: its parent, when it was born, its
 command line. Workers of one iterator start together, so the job's Python children
-born from one parent within BIRTH_WINDOW_S of the first of them are one pool; its
+born from one parent each within BIRTH_WINDOW_S of the one before are one pool; its
 helpers (multiprocessing's resource tracker and forkserver, torch_shm_manager,
 anything that is not Python) are named by their command line and are no pool. A
 pool born after an earlier pool of the same parent, start method and size had
@@ -22,8 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Workers of one iterator start within milliseconds of one another (spawn's included:
-# `Process.start` does not wait for the child's imports); an epoch is longer.
-BIRTH_WINDOW_S = 0.5
+# `Process.start` does not wait for the child's imports; 0.15 s leaves room for a
+# loaded machine), and an epoch is longer: a pool rebuilt every 0.26 s read as one
+# pool of twice its workers when the window was 0.5 s from the pool's first birth.
+BIRTH_WINDOW_S = 0.15
+# Births this close are one iterator's workers even when one already exited.
+TOGETHER_S = 0.02
 # An idle run of a pool's workers shorter than this is a gap inside an epoch (the
 # main process training on a batch), not a pause between two.
 PAUSE_MIN_S = 0.3
@@ -146,6 +150,11 @@ class Pool:
     peaks: tuple[int | None, ...] = (None, None, None)
     # Other pools of its parent that were busy while it was idle.
     idle_beside: set[str] = field(default_factory=set)
+    # Its latest worker's birth: the next worker within the window joins it.
+    last_born_s: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self.last_born_s = max(self.last_born_s, self.born_s)
 
     @property
     def ended_s(self) -> float | None:
@@ -182,12 +191,18 @@ class Pools:
         if parent in self.by_pid:
             self.parents.add(parent)
         for pool in reversed(self.pools):
+            # A pool whose workers began to exit is over (exits are read before
+            # births in each tick), unless the newcomer was born with its last one
+            # and met a tick late.
+            gap = born_s - pool.last_born_s
             if (
                 pool.parent == parent
                 and pool.start_method == start_method
-                and 0 <= born_s - pool.born_s <= self.window_s
+                and 0 <= gap <= self.window_s
+                and (not pool.exited or gap <= TOGETHER_S)
             ):
                 pool.pids.append(pid)
+                pool.last_born_s = max(pool.last_born_s, born_s)
                 self.by_pid[pid] = pool
                 return pool
         pool = Pool(f"G{len(self.pools) + 1}", parent, start_method, born_s, [pid])

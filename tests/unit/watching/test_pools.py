@@ -104,6 +104,20 @@ def test_a_pool_born_after_its_like_exited_replaced_it() -> None:
     assert chains[0] == [train]
 
 
+def test_a_pool_rebuilt_sooner_than_the_birth_window_is_still_a_new_pool() -> None:
+    # Non-persistent workers of a short epoch: the pair exits at 0.252 s and the next
+    # pair is born at 0.264 s, inside the window of the first pair's birth (0.0 s).
+    pools = Pools()
+    for k in range(4):
+        t = 0.264 * k
+        pools.place(10 + 2 * k, 1, t, "fork")
+        pools.place(11 + 2 * k, 1, t + 0.002, "fork")
+        _ended(pools, [10 + 2 * k, 11 + 2 * k], t + 0.252)
+    assert [p.pids for p in pools.worker_pools()] == [[10, 11], [12, 13], [14, 15], [16, 17]]
+    (chain,) = lineages(pools.worker_pools(), tolerance_s=0.05)
+    assert len(chain) == 4
+
+
 def test_a_pool_of_another_size_or_alive_beside_it_is_another_lineage() -> None:
     pools = Pools()
     pools.place(10, 1, 0.0, "fork")
