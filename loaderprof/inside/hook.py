@@ -537,16 +537,7 @@ def _cut(path: str, lid: Any, rec: _Epoch) -> None:
     (analysis/projection.py). Every later __next__ of the iterator raises too."""
     if rec.batches is None:
         return
-    _emit(
-        path,
-        Ev.ITER_END,
-        loader=lid,
-        batches=rec.batches,
-        ended="cut",
-        last_batch=rec.last,
-        **rec.waits.fields(),
-    )
-    rec.batches = None
+    _end(path, lid, rec, "cut", last_batch=rec.last)
 
 
 def _planned(loader: Any) -> int | None:
@@ -563,15 +554,13 @@ def _leave(path: str, lid: str) -> None:
     rec = _open.pop(lid, None)
     if rec is None or not rec.batches:
         return
-    _emit(
-        path,
-        Ev.ITER_END,
-        loader=lid,
-        batches=rec.batches,
-        ended="left",
-        t=rec.last,
-        **rec.waits.fields(),
-    )
+    _end(path, lid, rec, "left", t=rec.last)
+
+
+def _end(path: str, lid: str, rec: _Epoch, ended: str, **stamp: Any) -> None:
+    """The epoch's iter_end with its batches and waits; its count closed."""
+    fields = {"batches": rec.batches, "ended": ended, **stamp, **rec.waits.fields()}
+    _emit(path, Ev.ITER_END, loader=lid, **fields)
     rec.batches = None
 
 
