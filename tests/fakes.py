@@ -53,7 +53,6 @@ class FakeRunner:
         cfg: RunConfig,
         slot: TrialSlot,
         workdir: Path,
-        *,
         on_event: EventCallback | None = None,
     ) -> TrialResult:
         self.calls.append((cfg, slot))

@@ -19,18 +19,10 @@ from loaderprof.commands.common import (
     trial_progress,
     warn_inconclusive,
 )
-from loaderprof.config.options import (
-    CommandOptions,
-    GateOptions,
-    OutputOptions,
-    RunOptions,
-    UiOptions,
-    split,
-)
+from loaderprof.config.options import COMPARE_GROUPS, CommandOptions, split
 from loaderprof.errors import INTERRUPTS, ExitCode, UsageError
 from loaderprof.model.results import error_line
 
-GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
 # A rank's failures that rank 0 reports for it (under torchrun).
 _REPORTED = (ExitCode.USAGE, ExitCode.RUN_FAILED)
 
@@ -65,7 +57,7 @@ Examples:
 
 def _params(*, command_form: bool = False) -> list[Any]:
     out = [params.argument("dataset", str | None, params.DATASET_HELP, default=None)]
-    for group in GROUPS:
+    for group in COMPARE_GROUPS:
         out += params.options(group)
     if command_form:
         out += params.options(CommandOptions)
@@ -90,7 +82,7 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
 
     values = dict(values)
     dataset = values.pop("dataset", None)
-    run_opts, gate_opts, out_opts, ui = split(values, *GROUPS)
+    run_opts, gate_opts, out_opts, ui = split(values, *COMPARE_GROUPS)
     prep = api.prepare(dataset, run_opts, gate_opts, preset=api.CHECK_PRESET if check else None)
     outputs = Outputs("compare", out_opts, gate_opts)
     err = stderr_console()

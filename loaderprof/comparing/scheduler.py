@@ -118,7 +118,7 @@ def run_trials(
                     on_progress(spec, ev)
 
             try:
-                result = run(item.cfg, item.spec, Path(tmp), on_event=forward)
+                result = run(item.cfg, item.spec, Path(tmp), forward)
             except TrialInterrupted as exc:
                 results.append(exc.partial)
                 return ScheduleOutcome(tuple(results), exc.__cause__)

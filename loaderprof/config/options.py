@@ -315,6 +315,11 @@ class UiOptions:
     debug: bool = _output("--debug", "Show tracebacks on errors.", default=False)
 
 
+# compare's option groups, in the order `split` returns them; its command form reads
+# some of the same options.
+COMPARE_GROUPS = (RunOptions, GateOptions, OutputOptions, UiOptions)
+
+
 @dataclass(frozen=True)
 class SweepOptions:
     """The grid of a sweep: comma lists, one value each for the other run options."""

@@ -62,18 +62,10 @@ class TrialSlot:
         return self.role != "timing"
 
 
-class TrialRunner(Protocol):
-    """Runs one trial and returns it measured: `run_trial` (a fresh process sampled
-    from outside), or a fake that assembles synthetic events in tests."""
-
-    def __call__(
-        self,
-        cfg: RunConfig,
-        slot: TrialSlot,
-        workdir: Path,
-        *,
-        on_event: EventCallback | None = None,
-    ) -> TrialResult: ...
+# Runs one trial and returns it measured: a TemplateRunner (a fresh process sampled
+# from outside), or a fake that assembles synthetic events in tests. Called as
+# runner(cfg, slot, workdir, on_event), on_event receiving each event as it arrives.
+TrialRunner = Callable[[RunConfig, "TrialSlot", Path, "EventCallback | None"], TrialResult]
 
 
 def child_pythonpath(cfg: RunConfig, cwd: str) -> str:
@@ -419,7 +411,6 @@ class TemplateRunner:
         cfg: RunConfig,
         slot: TrialSlot,
         workdir: Path,
-        *,
         on_event: EventCallback | None = None,
     ) -> TrialResult:
         template = None if cfg.fresh_interpreter else self._start(cfg, workdir)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loaderprof.model.environment import ReportHead
 from loaderprof.model.results import Finding
 
 KIND = "attach"
@@ -108,11 +109,7 @@ class Helper:
 
 
 @dataclass(frozen=True)
-class AttachReport:
-    kind: str
-    schema_version: int
-    tool: Mapping[str, Any]
-    environment: Mapping[str, Any]
+class AttachReport(ReportHead):
     pid: int
     command: tuple[str, ...]
     wall_s: float

@@ -11,7 +11,20 @@ import os
 import platform
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class ReportHead:
+    """What a saved report begins with: `kind` and `schema_version` say which model
+    and version reads it back (`loaderprof report` dispatches on them), `tool` and
+    `environment` what measured it and where, so a baseline from elsewhere is flagged."""
+
+    kind: str
+    schema_version: int
+    tool: Mapping[str, Any]
+    environment: Mapping[str, Any]
 
 
 def _cpu_model() -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.environment import ReportHead
 from loaderprof.model.metrics import Ratio, Stat
 from loaderprof.model.trials import TrialError, TrialResult
 
@@ -330,11 +331,7 @@ class SweepRecommendation:
 
 
 @dataclass(frozen=True)
-class SweepReport:
-    schema_version: int
-    kind: str
-    tool: Mapping[str, str]
-    environment: Mapping[str, Any]
+class SweepReport(ReportHead):
     config: Mapping[str, Any]
     points: tuple[SweepPointResult, ...]
     skipped: tuple[str, ...]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loaderprof.model.datawait import WaitSplit
+from loaderprof.model.environment import ReportHead
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Finding
 from loaderprof.model.trials import DatasetState
@@ -136,11 +137,7 @@ class PoolSpan:
 
 
 @dataclass(frozen=True)
-class WatchReport:
-    kind: str
-    schema_version: int
-    tool: Mapping[str, Any]
-    environment: Mapping[str, Any]
+class WatchReport(ReportHead):
     command: tuple[str, ...]
     exit_code: int
     # The command's own status: its exit code, or -N when a signal N ended it.

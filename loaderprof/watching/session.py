@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
@@ -18,7 +19,19 @@ from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.run import KILL_AFTER_S, WatchRun, redeliver, run_watch
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 NS = 1_000_000_000
+
+
+class WatchOptions(TypedDict, total=False):
+    """`watch`'s keywords: `collect`'s, which states their defaults."""
+
+    sample_interval: float | None
+    uss_interval: float | None
+    on_tick: Callable[[float], None] | None
+    kill_after: float
 
 
 def exit_code_of(returncode: int | None) -> int:
@@ -93,14 +106,7 @@ def check_kill_after(kill_after: float) -> None:
         raise UsageError(f"--kill-after {kill_after:g}: use a finite number of seconds ≥ 0")
 
 
-def watch(
-    command: Sequence[str],
-    *,
-    sample_interval: float | None = None,
-    uss_interval: float | None = None,
-    on_tick: Callable[[float], None] | None = None,
-    kill_after: float = KILL_AFTER_S,
-) -> WatchReport:
+def watch(command: Sequence[str], **options: Unpack[WatchOptions]) -> WatchReport:
     """Run `command` (argv: ["python", "train.py", ...]) unchanged to its end and return
     the WatchReport (what `loaderprof watch -- COMMAND` prints): every DataLoader it
     built, their epochs, workers and memory, and the findings. `sample_interval` and
@@ -114,13 +120,7 @@ def watch(
     the signal goes to the caller's own handler: a Ctrl-C raises KeyboardInterrupt
     (its `.report` is the WatchReport, `interrupted=True`). Off the main thread no
     signal handler is installed (signals reach the main thread only)."""
-    run = collect(
-        command,
-        sample_interval=sample_interval,
-        uss_interval=uss_interval,
-        on_tick=on_tick,
-        kill_after=kill_after,
-    )
+    run = collect(command, **options)
     report = build_watch_report(run)
     if run.interrupted_by is not None:
         redeliver(run.interrupted_by, report)
