@@ -19,7 +19,7 @@ import psutil
 
 from loaderprof.errors import UsageError
 from loaderprof.inside import procfs
-from loaderprof.watching.pools import BUSY_CPU_SHARE, Pool, Pools, classify
+from loaderprof.watching.pools import BUSY_CPU_SHARE, Pool, Pools, classify, most, most_each
 
 # After the job's main process exits, how long its workers have to follow before
 # those still alive are named as left behind (a worker's own shutdown takes a moment).
@@ -46,11 +46,9 @@ class Proc:
     exited_s: float | None = None
     cpu_first: float | None = None
     cpu_last: float | None = None
-    peak_uss: int | None = None
-    peak_pss: int | None = None
-    peak_rss: int | None = None
-    files: int | None = None
-    threads: int | None = None
+    # The most seen: USS, PSS, RSS; regular files open, threads.
+    peaks: tuple[int | None, ...] = (None, None, None)
+    held: tuple[int | None, ...] = (None, None)
     handles_s: float | None = None
 
     @property
@@ -58,12 +56,6 @@ class Proc:
         if self.cpu_first is None or self.cpu_last is None:
             return None
         return self.cpu_last - self.cpu_first
-
-
-def _most(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else max(a, b)
 
 
 def _gone(pid: int, ticks: int | None) -> bool:
@@ -106,7 +98,7 @@ class Observer:
         self.boot0 = _since_boot()
         self.procs: dict[int, Proc] = {}
         self.pools = Pools()
-        self.main_peak: tuple[int | None, int | None] = (None, None)
+        self.main_peak: tuple[int | None, ...] = (None, None)
         self.shm_size: int | None = None
         self.shm_peak: int | None = None
         self.peak_workers = 0
@@ -236,7 +228,7 @@ class Observer:
     def _read_main(self) -> None:
         mem = procfs.memory(self.pid)
         if mem is not None:
-            self.main_peak = (_most(self.main_peak[0], mem.uss), _most(self.main_peak[1], mem.pss))
+            self.main_peak = most_each(self.main_peak, (mem.uss, mem.pss))
 
     def _reap(self, now: float) -> None:
         for proc in [self.procs[pid] for pid in self._live]:
@@ -270,17 +262,14 @@ class Observer:
     def _read_worker(self, proc: Proc, now: float) -> None:
         mem = procfs.memory(proc.pid)
         if mem is not None:
-            proc.peak_uss = _most(proc.peak_uss, mem.uss)
-            proc.peak_pss = _most(proc.peak_pss, mem.pss)
-            proc.peak_rss = _most(proc.peak_rss, mem.rss)
+            proc.peaks = most_each(proc.peaks, (mem.uss, mem.pss, mem.rss))
             self._latest[proc.pid] = (mem.uss, mem.pss, mem.rss)
         if proc.handles_s is not None and now - proc.handles_s < HANDLES_EVERY_S:
             return
         proc.handles_s = now
         held = procfs.handles(proc.pid)
         if held is not None:
-            proc.files = _most(proc.files, held.files)
-            proc.threads = _most(proc.threads, held.threads)
+            proc.held = most_each(proc.held, (held.files, held.threads))
 
     def _pool_tick(
         self, pool: Pool, now: float, dt: float | None, deep: bool, used: dict[int, float]
@@ -314,7 +303,7 @@ class Observer:
         shm = procfs.shm_usage()
         if shm is not None:
             self.shm_size = shm[0]
-            self.shm_peak = _most(self.shm_peak, shm[1])
+            self.shm_peak = most(self.shm_peak, shm[1])
 
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")

@@ -154,12 +154,13 @@ def check_left(pools: Sequence[AttachedPool], left: Sequence[int]) -> list[Findi
     owner = {w.pid: p.id for p in pools for g in p.generations for w in g.workers}
     named = sorted({owner[p] for p in left if p in owner})
     where = f" of pool {listing(named)}" if named else ""
+    workers = plural(len(left), "worker process", "worker processes")
+    title = f"{workers}{where} still alive after the job's main process exited"
     return [
         Finding(
             id="workers-leaked",
             severity="warning",
-            title=f"{plural(len(left), 'worker process', 'worker processes')}{where} still "
-            "alive after the job's main process exited",
+            title=title,
             evidence={
                 "pids": list(left),
                 "pools": named,

@@ -27,16 +27,18 @@ _SHOWN_COMMAND = 60
 
 
 def _worker(p: Proc) -> AttachedWorker:
+    uss, pss, rss = p.peaks
+    files, threads = p.held
     return AttachedWorker(
         pid=p.pid,
         born_s=round(p.born_s, 3),
         exited_s=p.exited_s,
         cpu_s=p.cpu_s,
-        peak_uss_bytes=p.peak_uss,
-        peak_pss_bytes=p.peak_pss,
-        peak_rss_bytes=p.peak_rss,
-        open_files=p.files,
-        threads=p.threads,
+        peak_uss_bytes=uss,
+        peak_pss_bytes=pss,
+        peak_rss_bytes=rss,
+        open_files=files,
+        threads=threads,
     )
 
 

@@ -100,7 +100,7 @@ class Bounded:
     def add(self, t_s: float, values: tuple[int | None, ...]) -> None:
         if self.rows and self._in_last < self.per_bucket:
             t0, old = self.rows[-1]
-            self.rows[-1] = (t0, tuple(_most(a, b) for a, b in zip(old, values, strict=True)))
+            self.rows[-1] = (t0, most_each(old, values))
             self._in_last += 1
             return
         if len(self.rows) >= self.points:
@@ -117,7 +117,7 @@ class Bounded:
             t0 = pair[0][0]
             vals = pair[0][1]
             for _, other in pair[1:]:
-                vals = tuple(_most(a, b) for a, b in zip(vals, other, strict=True))
+                vals = most_each(vals, other)
             merged.append((t0, vals))
         self.rows = merged
         self.per_bucket *= 2
@@ -125,10 +125,16 @@ class Bounded:
         self._in_last = self.per_bucket
 
 
-def _most(a: int | None, b: int | None) -> int | None:
+def most(a: int | None, b: int | None) -> int | None:
+    """The larger of two readings, either of which may be missing."""
     if a is None:
         return b
     return a if b is None else max(a, b)
+
+
+def most_each(old: Sequence[int | None], new: Sequence[int | None]) -> tuple[int | None, ...]:
+    """Peaks kept as tuples (USS, PSS, RSS...), each raised by a new reading."""
+    return tuple(most(a, b) for a, b in zip(old, new, strict=True))
 
 
 # -- pools ---------------------------------------------------------------------------
@@ -168,7 +174,7 @@ class Pool:
 
     def record(self, t_s: float, totals: tuple[int, int | None, int]) -> None:
         self.series.add(t_s, totals)
-        self.peaks = tuple(_most(a, b) for a, b in zip(self.peaks, totals, strict=True))
+        self.peaks = most_each(self.peaks, totals)
 
 
 # Generations whose series are kept once they ended; older ones keep their peaks only
