@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from enum import IntEnum
 from types import FrameType
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -82,14 +85,56 @@ class Interrupts:
         self._finishing = False
         self._held = 0
         self._pending: int | None = None
+        # An Interrupted swallowed by a finalizer, being delivered again (`_unraisable`).
+        self._lost = False
+        self._next_hook = sys.unraisablehook
 
     def install(self) -> Interrupts:
         self.signum, self._finishing, self._held, self._pending = None, False, 0, None
+        self._lost = False
         for sig in self.HANDLED:
             signal.signal(sig, self._handle)
+        if sys.unraisablehook is not self._unraisable:
+            self._next_hook = sys.unraisablehook
+            sys.unraisablehook = self._unraisable
         return self
 
+    def _unraisable(self, unraisable: Any) -> None:
+        """A signal that came while a finalizer ran (a weakref callback, a __del__)
+        raised there, where Python ignores what is raised: the run would go on as if
+        no signal had come. It is sent again until it is raised in the run's own code."""
+        exc = unraisable.exc_value
+        if not isinstance(exc, Interrupted):
+            self._next_hook(unraisable)
+            return
+        if not self._lost:
+            self._lost = True
+            threading.Thread(target=self._resend, args=(exc.signum,), daemon=True).start()
+
+    def _resend(self, signum: int) -> None:
+        # From a thread: in the main thread os.kill runs the handler at once, inside
+        # this hook, where a raise is swallowed again.
+        while self._lost:
+            os.kill(os.getpid(), signum)
+            time.sleep(0.05)
+
+    def _in_hook(self, frame: FrameType | None) -> bool:
+        hook = Interrupts._unraisable.__code__
+        while frame is not None:
+            if frame.f_code is hook:
+                return True
+            frame = frame.f_back
+        return False
+
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._lost:
+            if self._in_hook(frame):
+                return
+            self._lost = False
+            if self._held:
+                self._pending = signum
+                return
+            raise Interrupted(signum)
         first = self.signum is None
         if first:
             self.signum = signum

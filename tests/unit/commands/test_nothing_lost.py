@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -210,9 +211,11 @@ def interrupts() -> Any:
     from loaderprof.errors import Interrupts
 
     old = {sig: signal.getsignal(sig) for sig in Interrupts.HANDLED}
+    hook = sys.unraisablehook
     yield Interrupts().install()
     for sig, handler in old.items():
         signal.signal(sig, handler)
+    sys.unraisablehook = hook
 
 
 def _send(sig: int) -> None:
@@ -264,3 +267,32 @@ def test_once_measured_a_first_signal_lets_the_writing_finish(interrupts: Any) -
         pass
     _send(signal.SIGHUP)  # no exception: what was measured is still written
     assert measuring.interrupted is None and interrupts.exit_code() == 129
+
+
+def test_a_signal_while_a_finalizer_runs_is_not_lost(
+    interrupts: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Raised inside a weakref callback, Python would print "Exception ignored" and run
+    on as if no signal had come; it is raised again in the run's own code."""
+    import gc
+    import signal
+    import time
+    import weakref
+
+    from loaderprof.errors import Interrupted
+
+    class Thing:
+        pass
+
+    thing = Thing()
+    seen = []
+    ref = weakref.ref(thing, lambda _: (seen.append("finalizer"), _send(signal.SIGTERM)))
+    with pytest.raises(Interrupted) as caught:
+        del thing
+        gc.collect()
+        for _ in range(200):  # the run's own code: the signal is raised here
+            time.sleep(0.01)
+        seen.append("run went on")
+    assert ref() is None and seen == ["finalizer"], seen
+    assert caught.value.signum == signal.SIGTERM and interrupts.exit_code() == 143
+    assert "Exception ignored" not in capsys.readouterr().err
