@@ -99,6 +99,9 @@ def run(values: dict[str, Any]) -> int:
     # Every path is checked before the command starts, by the registry that writes it.
     outputs = Outputs("watch", out_opts)
     err = stderr_console()
+    from loaderprof.measure.hooked import check_command
+
+    check_command(values["command"])
     if not values["quiet"]:
         err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
     # Not api.watch: a signal the command was stopped for is this run's status here,

@@ -33,11 +33,11 @@ from loaderprof.comparing.command_figures import arm_projected, arm_waits, proje
 from loaderprof.comparing.command_findings import Inspect, arm_findings, weigh
 from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
-from loaderprof.config.run import AUTO, RunConfig
+from loaderprof.config.run import AUTO, RunConfig, check_epochs
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.events import EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
-from loaderprof.measure.hooked import HookedRun, ProcessTree, hooked_env
+from loaderprof.measure.hooked import HookedRun, ProcessTree, check_command, hooked_env, launch
 from loaderprof.measure.sampler import TreeSampler
 from loaderprof.measure.scratch import scratch_dir
 from loaderprof.model.command import (
@@ -96,10 +96,7 @@ class CommandPlan:
 def check_plan(plan: CommandPlan) -> None:
     if not plan.command:
         raise UsageError("no command after --: loaderprof compare [OPTIONS] -- COMMAND [ARGS...]")
-    if plan.epochs < 2:
-        raise UsageError(
-            f"--epochs {plan.epochs}: use ≥ 2 (epoch 1 is cold; persistence changes the later ones)"
-        )
+    check_epochs(plan.epochs)
     if not plan.adaptive and (not isinstance(plan.trials, int) or plan.trials < 1):
         raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm (or auto)")
     if plan.max_trials < 1:
@@ -109,6 +106,7 @@ def check_plan(plan: CommandPlan) -> None:
             f"--max-batches must be ≥ 2 (a per-batch time needs two batches), got "
             f"{plan.max_batches}"
         )
+    check_command(plan.command)
 
 
 def _tail(path: str) -> str:
@@ -271,21 +269,8 @@ def _steer(sampler: TreeSampler | None, in_epoch: bool) -> None:
 
 
 def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
-    try:
-        with open(log, "wb") as out:
-            # Its own session: one killpg reaches the command and what it forks.
-            return subprocess.Popen(
-                list(command),
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-    except FileNotFoundError:
-        raise UsageError(f"command not found: {command[0]}") from None
-    except PermissionError:
-        raise UsageError(f"command is not executable: {command[0]}") from None
+    with open(log, "wb") as out:
+        return launch(command, env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
 def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:

@@ -72,11 +72,19 @@ class ObjectRef:
         except ModuleNotFoundError as exc:
             missing = exc.name or self.module
             if self.module == missing or self.module.startswith(missing + "."):
-                paths = list(dict.fromkeys(p or "." for p in sys.path))
-                searched = ", ".join(paths[:6])
-                more = f" (+{len(paths) - 6} more)" if len(paths) > 6 else ""
+                # The folders a user can act on (the working directory first, then
+                # PYTHONPATH's); not the interpreter's own, nor import hooks.
+                own = (sys.prefix, sys.base_prefix)
+                user = [
+                    p
+                    for p in dict.fromkeys(os.path.abspath(p or ".") for p in sys.path)
+                    if os.path.isdir(p) and not p.startswith(own)
+                ]
+                where = ", ".join(user[:3]) + (f" (+{len(user) - 3} more)" if len(user) > 3 else "")
                 raise UsageError(
-                    f"module {self.module!r} not found (searched sys.path: {searched}{more})",
+                    f"module {self.module!r} not found in {where or 'sys.path'} or the "
+                    "installed packages; "
+                    "run from the folder that holds it, or add that folder to PYTHONPATH",
                     detail=traceback.format_exc(),
                 ) from exc
             raise UsageError(

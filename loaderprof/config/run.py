@@ -504,6 +504,15 @@ def _check_json(flag: str, table: Mapping[str, Any]) -> None:
             ) from None
 
 
+def check_epochs(epochs: int) -> None:
+    """Both forms of compare: persistence changes only the epochs after the first."""
+    if epochs < 2:
+        raise UsageError(
+            f"--epochs {epochs}: need at least 2, since epoch 1 is cold in both arms and "
+            "persistence only changes epochs 2..N"
+        )
+
+
 def validate(cfg: RunConfig) -> None:
     ObjectRef.parse(cfg.dataset, what="dataset")
     lo = cfg.loader
@@ -551,11 +560,7 @@ def validate(cfg: RunConfig) -> None:
             raise UsageError(f"--epoch-samples must be ≥ 1, got {cfg.epoch_samples}")
     if cfg.epoch_hook is not None:
         ObjectRef.parse(cfg.epoch_hook, what="--epoch-hook")
-    if cfg.epochs < 2:
-        raise UsageError(
-            f"--epochs {cfg.epochs}: need at least 2, since epoch 1 is cold in both arms and "
-            "persistence only changes epochs 2..N"
-        )
+    check_epochs(cfg.epochs)
     if isinstance(cfg.trials, int) and cfg.trials < 1:
         raise UsageError(f"--trials must be ≥ 1 (or 'auto'), got {cfg.trials}")
     if cfg.max_trials < 1:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loaderprof.errors import UsageError
 from loaderprof.inside import procfs
 from loaderprof.inside.hook import ENV_EVENTS
 from loaderprof.measure.sampler import Sample, TreeSampler
@@ -37,6 +39,28 @@ def hooked_env(
     env[ENV_EVENTS] = events_path
     env.update(extra or {})
     return env
+
+
+def check_command(command: Sequence[str]) -> None:
+    """The command can be started: one line before anything is printed or run."""
+    if not command:
+        return
+    exe = command[0]
+    found = shutil.which(exe) if os.sep not in exe else exe
+    if found is None or not os.path.exists(found):
+        raise UsageError(f"command not found: {exe}")
+    if os.path.isdir(found) or not os.access(found, os.X_OK):
+        raise UsageError(f"command is not executable: {exe}")
+
+
+def launch(command: Sequence[str], env: dict[str, str], **popen: Any) -> subprocess.Popen[bytes]:
+    """Start the command in its own session: one killpg reaches it and what it forks."""
+    try:
+        return subprocess.Popen(list(command), env=env, start_new_session=True, **popen)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise UsageError(f"command is not executable: {command[0]}") from None
 
 
 @dataclass(frozen=True)

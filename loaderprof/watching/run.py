@@ -24,6 +24,7 @@ from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.inside import events
 from loaderprof.measure.hooked import ProcessTree as _Tree
 from loaderprof.measure.hooked import hooked_env as _environment
+from loaderprof.measure.hooked import launch
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.scratch import scratch_dir
 
@@ -122,7 +123,7 @@ def run_watch(
     with scratch_dir("loaderprof-watch-") as tmp, _Forwarder() as fwd:
         path = os.path.join(tmp, "events.jsonl")
         t0 = time.monotonic_ns()
-        proc = _start(command, _environment(path, tmp))
+        proc = launch(command, _environment(path, tmp))
         sampler = TreeSampler(
             proc.pid,
             interval_s,
@@ -161,16 +162,6 @@ def run_watch(
         busy_s=sampler.busy_s,
         interrupted_by=fwd.signum,
     )
-
-
-def _start(command: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    try:
-        # Its own session: one killpg reaches the command and what it forks.
-        return subprocess.Popen(list(command), env=env, start_new_session=True)
-    except FileNotFoundError:
-        raise UsageError(f"command not found: {command[0]}") from None
-    except PermissionError:
-        raise UsageError(f"command is not executable: {command[0]}") from None
 
 
 def _wait(
