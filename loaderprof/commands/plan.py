@@ -24,9 +24,8 @@ def plan(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
 ) -> int:
     """Project the host memory a training node needs: ranks × workers per rank."""
-    from rich.console import Console
-
     from loaderprof.analysis.capacity import project
+    from loaderprof.commands.common import stdout_console
     from loaderprof.model.environment import environment
     from loaderprof.model.units import fmt_bytes
     from loaderprof.report.console import plan_table
@@ -35,7 +34,7 @@ def plan(
     report = read_report(path, needs="loaderprof plan reads compare reports")
     w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])
     proj = project(report, ranks=ranks, num_workers=w, arm=arm, environment=environment(None))
-    console = Console()
+    console = stdout_console(False)
     console.print(plan_table(proj, ranks=ranks, num_workers=w, arm=arm))
     for a in proj.assumptions:
         console.print(f"assumes: {a}", style="dim", highlight=False)

@@ -31,6 +31,11 @@ from loaderprof.report.rows import (
     summary_rows,
 )
 from loaderprof.report.tables import titled
+from loaderprof.report.wrap import keep_figures_whole
+
+# Every screen is built from this module's pieces: however a command or a test
+# renders one, its prose keeps each figure with its unit (report/wrap.py).
+keep_figures_whole()
 
 # The rows only a timed trial measures: "not measured" in an arm without one.
 _TIMED = ("time", "rate")
