@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from loaderprof.model.results import ARM_LABEL, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
-from loaderprof.model.units import MiB, fmt_bytes, plural
+from loaderprof.model.units import MiB, fmt_bytes, fmt_pct, plural
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
@@ -436,7 +436,7 @@ def check_serial_startup(report: Report) -> list[Finding]:
             id="serial-startup",
             severity="warning",
             title=f"workers start one after another: the last of {n} starts {stagger:.2f} s "
-            f"after the first, {share:.0%} of the {wait:.2f} s wait for an epoch's first "
+            f"after the first, {fmt_pct(share)} of the {wait:.2f} s wait for an epoch's first "
             "batch",
             evidence={
                 "stagger_s": round(stagger, 4),

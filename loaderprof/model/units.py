@@ -63,6 +63,11 @@ def fmt_ratio(v: float) -> str:
     return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.2g}"
 
 
+def fmt_pct(share: float, digits: int = 0) -> str:
+    """A share as the screens write it: "76 %", a space before the sign."""
+    return f"{share * 100:.{digits}f} %"
+
+
 def elapsed(start: float | None, end: float | None) -> float | None:
     """Seconds from `start` to `end`, where both were stamped; None where either was not."""
     return None if start is None or end is None else end - start

@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from loaderprof.model.attached import AttachedPool, AttachReport
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
+from loaderprof.model.units import fmt_bytes, fmt_pct, fmt_seconds, plural
 from loaderprof.report.console import findings_panel
 from loaderprof.report.tables import titled
 
@@ -42,7 +42,7 @@ def head(report: AttachReport) -> str:
         f"watched {fmt_seconds(report.wall_s)} from outside, "
         f"{ended.get(report.ended_by, report.ended_by)} · {plural(len(report.pools), 'pool')} "
         f"· at most {plural(report.peak_worker_processes, 'worker')} at once · "
-        f"reading took {report.duty_cycle or 0:.1%} of a CPU"
+        f"reading took {fmt_pct(report.duty_cycle or 0, 1)} of a CPU"
     )
 
 

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import ARM_LABEL, ARMS, Report
-from loaderprof.model.units import fmt_seconds
+from loaderprof.model.units import fmt_pct, fmt_seconds
 from loaderprof.model.watch import WatchedLoader
 
 COMPARE_HEAD = "data wait in the median steady epoch (the main process inside the loader)"
 
 
 def _pct(share: float | None) -> str:
-    return "" if share is None else f" ({share * 100:.0f} %)"
+    return "" if share is None else f" ({fmt_pct(share)})"
 
 
 def _split(w: WaitSplit) -> str:

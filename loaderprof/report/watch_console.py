@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.units import fmt_seconds, plural
+from loaderprof.model.units import fmt_pct, fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
 from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
@@ -140,7 +140,7 @@ def render(report: WatchReport) -> RenderableType:
         f"loaderprof watch: {' '.join(report.command)}\n{status}exit status "
         f"{report.exit_code} · {fmt_seconds(report.wall_s)} · "
         f"{plural(len(report.loaders), 'DataLoader')} · "
-        f"sampler duty cycle {report.sampler_duty_cycle or 0:.1%}"
+        f"sampler duty cycle {fmt_pct(report.sampler_duty_cycle or 0, 1)}"
     )
     parts: list[RenderableType] = [head]
     if report.loaders:

@@ -25,7 +25,7 @@ from loaderprof.checks.series import (
 from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes, listing, noun, plural
+from loaderprof.model.units import fmt_bytes, fmt_pct, listing, noun, plural
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
@@ -122,7 +122,7 @@ def check_candidates(
                 id="persistence-candidate",
                 severity="info",
                 title=f"loader {ld.id} ({ld.site}) starts {plural(ld.num_workers, 'worker')} "
-                f"every epoch: {which} for the first batch, {share:.0%} of a {wall:.2f} s "
+                f"every epoch: {which} for the first batch, {fmt_pct(share)} of a {wall:.2f} s "
                 "epoch; persistent_workers=True could save up to about that per epoch",
                 evidence={
                     "loader": ld.id,
