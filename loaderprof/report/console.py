@@ -147,6 +147,7 @@ def workers_table(report: Report) -> RenderableType:
         times.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
     for col in (*heads, "USS at 1st batch", "peak USS", "peak PSS", "peak RSS"):
         memory.add_column(col, justify="left" if col == "trial" else "right", no_wrap=True)
+    unsampled = 0
     for name in ("persistent", "non_persistent"):
         for trial in report.arms[name].trials:
             for w in trial.workers:
@@ -159,17 +160,27 @@ def workers_table(report: Report) -> RenderableType:
                     fmt_seconds(w.exited_s),
                     str(w.batches),
                 )
-                memory.add_row(
-                    *who,
-                    fmt_bytes(w.first_batch_uss_bytes),
-                    fmt_bytes(w.peak_uss_bytes),
-                    fmt_bytes(w.peak_pss_bytes),
-                    fmt_bytes(w.peak_rss_bytes),
+                figures = (
+                    w.first_batch_uss_bytes,
+                    w.peak_uss_bytes,
+                    w.peak_pss_bytes,
+                    w.peak_rss_bytes,
                 )
+                # A timing trial's workers are not sampled (NOTE [timing and memory
+                # trials]): a row of dashes would read as memory that was lost.
+                if trial.role == "timing" and all(v is None for v in figures):
+                    unsampled += 1
+                else:
+                    memory.add_row(*who, *(fmt_bytes(v) for v in figures))
+    left_out = (
+        f" · {plural(unsampled, 'worker')} of timing trials not sampled, left out"
+        if unsampled
+        else ""
+    )
     memory.caption = (
         "trial: p/np + number, m: memory trial (epochs not timed), w: warm-up · USS at "
         "1st batch: what starting cost the worker (a one-time copy), before reading "
-        "adds anything · peaks over the worker's life"
+        f"adds anything · peaks over the worker's life{left_out}"
     )
     return Group(
         Text("Worker processes: times (from trial start)"),
