@@ -13,7 +13,7 @@ from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_sched
 from loaderprof.config.run import AUTO, RunConfig
 from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
-from loaderprof.measure.contention import BUSY_SHARE
+from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.environment import environment
 from loaderprof.model.results import (
@@ -70,7 +70,7 @@ def build_report(
         if n.summary.workers_reused is not False:
             warnings.append("non-persistent arm did not start fresh workers every epoch")
     env = environment(imported)
-    busy = _busy_warning(env, other_cores)
+    busy = busy_warning(env, other_cores)
     if busy:
         warnings.append(busy)
     extras = {}
@@ -125,29 +125,6 @@ def build_report(
             plan_words(report, planned=cfg.max_trials if cfg.adaptive else cfg.fixed_trials),
         ),
     )
-
-
-def _busy_warning(env: dict[str, Any], other_cores: float | None) -> str | None:
-    """Whether other processes competed with the trials. The machine's CPU time less
-    the run's own (measure/contention.py) where the run may use every core it counts;
-    in a container capped below the host's cores, the host's other tenants are not
-    competitors, and only a load average above the usable cores says anything."""
-    cores, usable = env.get("cpu_count"), env.get("cpus_usable")
-    if other_cores is not None and cores and usable == cores:
-        env["other_cpu_cores"] = round(other_cores, 2)
-        if other_cores < BUSY_SHARE * cores:
-            return None
-        return (
-            f"the machine was busy: other processes kept {other_cores:.1f} of "
-            f"{plural(cores, 'core')} busy on average during the run, so timings may be noisy"
-        )
-    load = env.get("load_average")
-    if load and usable and load[0] >= usable:
-        return (
-            f"the machine was busy (load average {load[0]:.1f} on "
-            f"{plural(usable, 'usable core')}): timings may be noisy"
-        )
-    return None
 
 
 def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
+
+from loaderprof.model.units import plural
 
 # Other processes' share of the usable cores above which timings are flagged: a
 # quarter of a 2-core runner is one busy loop on half the run.
@@ -50,3 +53,26 @@ def other_cores(start: CpuMark | None, end: CpuMark | None) -> float | None:
         return None
     others = (end.busy_s - start.busy_s) - (end.own_s - start.own_s)
     return max(0.0, others / (end.at_s - start.at_s))
+
+
+def busy_warning(env: dict[str, Any], other_cores: float | None) -> str | None:
+    """Whether other processes competed with the trials. The machine's CPU time less
+    the run's own (measure/contention.py) where the run may use every core it counts;
+    in a container capped below the host's cores, the host's other tenants are not
+    competitors, and only a load average above the usable cores says anything."""
+    cores, usable = env.get("cpu_count"), env.get("cpus_usable")
+    if other_cores is not None and cores and usable == cores:
+        env["other_cpu_cores"] = round(other_cores, 2)
+        if other_cores < BUSY_SHARE * cores:
+            return None
+        return (
+            f"the machine was busy: other processes kept {other_cores:.1f} of "
+            f"{plural(cores, 'core')} busy on average during the run, so timings may be noisy"
+        )
+    load = env.get("load_average")
+    if load and usable and load[0] >= usable:
+        return (
+            f"the machine was busy (load average {load[0]:.1f} on "
+            f"{plural(usable, 'usable core')}): timings may be noisy"
+        )
+    return None
