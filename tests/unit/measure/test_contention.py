@@ -6,8 +6,7 @@ import time
 
 import pytest
 
-from loaderprof.comparing.session import _busy_warning
-from loaderprof.measure.contention import CpuMark, mark, other_cores
+from loaderprof.measure.contention import CpuMark, busy_warning, mark, other_cores
 
 
 def test_the_run_s_own_cpu_is_not_counted_as_another_s() -> None:
@@ -34,13 +33,13 @@ def test_marks_read_the_real_clocks() -> None:
 
 def test_the_busy_warning_says_who_was_busy() -> None:
     env = {"cpu_count": 2, "cpus_usable": 2, "load_average": [0.2, 0.2, 0.2]}
-    said = _busy_warning(env, 1.04)
+    said = busy_warning(env, 1.04)
     assert said is not None and "other processes kept 1.0 of 2 cores busy" in said
     assert env["other_cpu_cores"] == 1.04
-    assert _busy_warning({**env}, 0.2) is None
+    assert busy_warning({**env}, 0.2) is None
     # Capped below the host's cores: the host's other tenants are not competitors;
     # only a load above the usable cores says the run competed.
     capped = {"cpu_count": 64, "cpus_usable": 2, "load_average": [3.0, 1.0, 1.0]}
-    said = _busy_warning(capped, 30.0)
+    said = busy_warning(capped, 30.0)
     assert said is not None and "load average 3.0 on 2 usable cores" in said
-    assert _busy_warning({**capped, "load_average": [1.0, 1.0, 1.0]}, 30.0) is None
+    assert busy_warning({**capped, "load_average": [1.0, 1.0, 1.0]}, 30.0) is None
