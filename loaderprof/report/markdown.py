@@ -119,4 +119,7 @@ def watch_markdown(report: WatchReport) -> str:
         lines += [f"- **{f.severity}** `{f.id}`: {f.title}. Fix: {f.fix}" for f in report.findings]
     else:
         lines.append("No findings.")
+    if report.warnings:
+        lines.append("")
+        lines += [f"> ⚠️ {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"

@@ -151,4 +151,5 @@ def render(report: WatchReport) -> RenderableType:
         parts.append(findings_panel(report.findings, title="findings"))
     else:
         parts.append(Text("findings: none"))
+    parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return Group(*parts)

@@ -22,6 +22,7 @@ from typing import Any
 from loaderprof.config.options import WatchStopOptions
 from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.inside import events
+from loaderprof.measure import contention
 from loaderprof.measure.hooked import ProcessTree as _Tree
 from loaderprof.measure.hooked import hooked_env as _environment
 from loaderprof.measure.hooked import launch
@@ -50,6 +51,8 @@ class WatchRun:
     leaked_pids: tuple[int, ...]
     busy_s: float
     interrupted_by: int | None
+    # Cores other processes kept busy meanwhile (measure/contention.py).
+    other_cores: float | None = None
 
 
 class _Forwarder:
@@ -122,7 +125,7 @@ def run_watch(
         raise UsageError("no command given: loaderprof watch [OPTIONS] -- COMMAND [ARGS...]")
     with scratch_dir("loaderprof-watch-") as tmp, _Forwarder() as fwd:
         path = os.path.join(tmp, "events.jsonl")
-        t0 = time.monotonic_ns()
+        t0, cpu = time.monotonic_ns(), contention.mark()
         proc = launch(command, _environment(path, tmp))
         sampler = TreeSampler(
             proc.pid,
@@ -142,6 +145,7 @@ def run_watch(
             returncode = _wait(proc, fwd, tree, on_tick, kill_after_s)
             tree.reaped = True
             t_end = time.monotonic_ns()
+            others = contention.other_cores(cpu, contention.mark())
             leaked = tree.survivors()
             finished = fwd.signum is None
         finally:
@@ -161,6 +165,7 @@ def run_watch(
         leaked_pids=leaked,
         busy_s=sampler.busy_s,
         interrupted_by=fwd.signum,
+        other_cores=others,
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypedDict
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.events import Ev
+from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.hooked import HookedRun
 from loaderprof.measure.readings import peak_worker_processes
 from loaderprof.model.environment import environment
@@ -48,11 +49,14 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     spans = pools(found, wall)
     workers = {w.pid for ld in found for w in ld.workers}
     imported = next(iter(evs.get(Ev.IMPORTED, [])), None)
+    env = dict(environment(imported))
+    busy = busy_warning(env, run.other_cores)
+    warnings = tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, []))
     return WatchReport(
         kind="watch",
         schema_version=1,
         tool={"name": "loaderprof", "version": __version__},
-        environment=environment(imported),
+        environment=env,
         command=run.command,
         exit_code=exit_code_of(run.returncode),
         returncode=run.returncode,
@@ -64,7 +68,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         findings=find(found, spans, run.leaked_pids, run.command),
         sampler_duty_cycle=round(run.busy_s / wall, 4) if wall > 0 else None,
         interrupted=run.interrupted_by is not None,
-        warnings=tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, [])),
+        warnings=(*warnings, busy) if busy else warnings,
     )
 
 

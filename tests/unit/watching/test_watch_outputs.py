@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
 import json
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from loaderprof.watching.session import build_watch_report
 S = 1_000_000_000
 
 
-def _report() -> WatchReport:
+def _report(other_cores: float | None = None) -> WatchReport:
     evs: list[dict[str, object]] = [
         {
             "ev": "loader_created",
@@ -54,7 +55,7 @@ def _report() -> WatchReport:
                 }
                 for w, p in enumerate((201, 202))
             ]
-    run = WatchRun(("python", "train.py"), 0, 0, 3 * S, evs, [], {}, (), 0.01, None)
+    run = WatchRun(("python", "train.py"), 0, 0, 3 * S, evs, [], {}, (), 0.01, None, other_cores)
     return build_watch_report(run)
 
 
@@ -94,3 +95,22 @@ def test_the_watch_command_takes_its_flags_from_the_options_model() -> None:
         # A shared flag watch uses otherwise has watch's own help (WATCH_HELP).
         want = WATCH_HELP[name][0] if name in WATCH_HELP else model[name].metadata["help"]
         assert info.help == want, name
+
+
+def test_a_busy_machine_is_said_on_the_screen_and_in_the_files(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from loaderprof.report.watch_console import render
+
+    quiet, busy = _report(0.0), _report(64.0)
+    if busy.environment.get("cpus_usable") != busy.environment.get("cpu_count"):
+        pytest.skip("a container capped below the host's cores reads the load average")
+    assert not quiet.warnings
+    (said,) = busy.warnings
+    assert said.startswith("the machine was busy: other processes kept 64.0 of")
+    assert busy.environment["other_cpu_cores"] == 64.0
+    console = Console(width=80, record=True, file=io.StringIO(), color_system=None)
+    console.print(render(busy))
+    assert "warning: the machine was busy" in console.export_text()
+    export(busy, [("markdown", tmp_path / "w.md")], strict=False)
+    assert "> ⚠️ the machine was busy" in (tmp_path / "w.md").read_text()
