@@ -156,14 +156,14 @@ def render(r: CommandReport, width: int = 80) -> str:
         out += [f"  {reason}" for reason in r.verdict.reasons]
     out += _waits(r, width)
     out += _findings(r.findings, width)
-    out += _baseline(r)
+    out += _baseline(r, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
     text = "\n".join(_wrap(out, width)) + "\n"
     return text + ("\n" + _gates(r, width) if r.gates else "")
 
 
-def _baseline(r: CommandReport) -> list[str]:
+def _baseline(r: CommandReport, width: int) -> list[str]:
     """The saved report the relative gates were judged against, each of their figures
     as it was there (the gates table has new ÷ baseline), and what differs."""
     b = r.baseline
@@ -171,8 +171,9 @@ def _baseline(r: CommandReport) -> list[str]:
         return []
     from loaderprof.analysis.gates import format_value
 
-    saved = f" (saved {b.created})" if b.created else ""
-    out = ["", f"baseline: {b.path}{saved}"]
+    out = ["", "baseline: " + _fit(b.path, width - 10)]
+    if b.created:
+        out.append(f"  saved {b.created}")
     for g in r.gates:
         if g.mode == "rel" and g.baseline is not None:
             out.append(f"  {g.metric}: {format_value(g.metric, g.baseline)} in the baseline")
