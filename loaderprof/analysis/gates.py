@@ -428,7 +428,9 @@ def check_command_gates(gates: Sequence[Gate], *, has_baseline: bool = False) ->
     check_needs_baseline(gates, has_baseline)
     for g in gates:
         if g.metric.startswith(FINDING):
-            continue  # its id was checked as it was parsed (`make_command_gate`)
+            # compare's lifecycle checks (parse_gate knows their ids) are not run here.
+            _command_finding(g.metric[len(FINDING) :], str(g))
+            continue
         if g.metric not in COMMAND_METRICS:
             raise UsageError(
                 f"gate {g}: compare -- COMMAND does not measure {g.metric}; it gates "

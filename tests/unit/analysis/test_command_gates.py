@@ -17,6 +17,7 @@ from loaderprof.analysis.gates import (
     check_command_gates,
     command_gates_from_table,
     parse_command_gate,
+    parse_gate,
 )
 from loaderprof.cli import _run
 from loaderprof.comparing.command import CommandPlan, baseline_info, summarise
@@ -169,6 +170,9 @@ def test_the_command_forms_finding_ids() -> None:
     with pytest.raises(UsageError, match="relative to a baseline"):
         check_command_gates(gates)
     check_command_gates(gates, has_baseline=True)
+    # compare's own lifecycle checks do not run here, however the gate was parsed.
+    with pytest.raises(UsageError, match="finds no 'repeated-randomness'"):
+        check_command_gates([parse_gate("finding:repeated-randomness")])
 
 
 def test_the_baseline_is_flagged_where_it_ran_otherwise_and_the_json_keeps_it(
