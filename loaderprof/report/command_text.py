@@ -221,6 +221,8 @@ def _gates(r: CommandReport, width: int) -> str:
     vw = max(len(head), *(len(v) for _, _, v, _ in rows))
     total = sw + gw + 2 + vw
     flat = total <= width
+    # Notes and the caption wrap at the table's own width, as compare's caption does.
+    cap = min(width, max(total, 64))
     out = [f"Gates: {(r.gate_status or '').upper()}"]
     if flat:
         out += [f"{'result':<{sw}}{'gate':<{gw}}  {head:>{vw}}", "─" * total]
@@ -230,11 +232,11 @@ def _gates(r: CommandReport, width: int) -> str:
         else:
             out += [_fit(f"{status:<{sw}}{name}", width), " " * (sw + 2) + value]
         if note:
-            out += _hang(" " * (sw + 2), note, sw + 2, width)
+            out += _hang(" " * (sw + 2), note, sw + 2, cap)
     caption = ("intervals at 95 % unless the row names its level · " if looked else "") + _CAPTION
     if any(g.metric.startswith(FINDING) for g in r.gates):
         caption += " · finding:ID counts the persistent arm's warnings of that id"
-    out += textwrap.wrap(caption, min(width, max(total, 64)))
+    out += textwrap.wrap(caption, cap)
     return "\n".join(out) + "\n"
 
 
