@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -52,8 +53,6 @@ REGRESSION = "persistent.steady_epoch_s:+10%"
 
 
 def _compare(script: Path, out: Path, step_s: float, *args: str, trials: int) -> dict[str, Any]:
-    import os
-
     cmd = [sys.executable, "-m", "loaderprof", "compare", "-q", "--trials", str(trials)]
     cmd += ["--epochs", "3", *args, "--json", str(out), "--", sys.executable, str(script), "5"]
     env = {**os.environ, "STEP_S": str(step_s)}
