@@ -26,6 +26,7 @@ from loaderprof.config.options import GateOptions, RunOptions, SweepOptions, fil
 from loaderprof.config.run import RunConfig, build_config, load_config_file
 from loaderprof.errors import UsageError
 from loaderprof.measure.runner import TrialRunner
+from loaderprof.model.command import CommandReport
 from loaderprof.model.results import BaselineInfo, Report, SweepReport
 from loaderprof.report.json_report import read_report
 
@@ -307,6 +308,7 @@ def compare_command(
     fail_on: Sequence[str] = (),
     strict: bool = False,
     max_batches: int | None = None,
+    baseline: str | Path | CommandReport | None = None,
 ) -> Any:
     """`loaderprof compare -- COMMAND` (NOTE [command arms]): run `command` (argv:
     ["python", "train.py", ...]) unchanged as both arms, interleaved, each stopped
@@ -316,14 +318,20 @@ def compare_command(
     CommandReport. A failure of the command itself raises LoaderprofError (its last
     lines in `.detail`); bad input raises UsageError. `max_batches`: each epoch of the
     switched loaders ends after that many batches, projected to the loader's len()
-    (NOTE [cut epochs]). Each trial's findings are watch's (NOTE [command findings])."""
-    from loaderprof.analysis.gates import check_command_gates
+    (NOTE [cut epochs]). Each trial's findings are watch's (NOTE [command findings]).
+    `baseline`: a saved command report (a path, or a CommandReport) for relative gates
+    ("steady_epoch_ratio:+10%", see NOTE [command baseline])."""
+    from loaderprof.analysis.gates import check_command_gates, parse_command_gate
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.comparing.command import compare_command as run
+    from loaderprof.report.json_report import read_command
     from loaderprof.watching.session import run_findings
 
-    gates = tuple(parse_gate(g) for g in fail_on)
-    check_command_gates(gates)
+    gates = tuple(parse_command_gate(g) for g in fail_on)
+    check_command_gates(gates, has_baseline=baseline is not None)
+    saved, path = (baseline, None) if isinstance(baseline, CommandReport) else (None, baseline)
+    if path is not None:
+        saved = read_command(path, needs="baseline takes a compare -- COMMAND report")
     plan = CommandPlan(
         tuple(command),
         epochs,
@@ -335,5 +343,7 @@ def compare_command(
         gates=gates,
         strict=strict,
         max_batches=max_batches,
+        baseline=saved,
+        baseline_path=None if path is None else str(path),
     )
     return run(plan, inspect=run_findings)

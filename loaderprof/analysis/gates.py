@@ -358,32 +358,155 @@ COMMAND_METRICS = (
 )
 
 
-def check_command_gates(gates: Sequence[Gate]) -> None:
-    """Refuse, before any trial, a gate on a figure the command form does not measure."""
+# The findings a `compare -- COMMAND` trial can report: watch's checks (NOTE [command
+# findings]) less the advice to run this comparison (`persistence-candidate`).
+COMMAND_FINDING_IDS = (
+    "stale-worker-state",
+    "workers-leaked",
+    "memory-grows-every-epoch",
+    "leaked-files",
+    "leaked-inet",
+    "leaked-threads",
+    "leaked-children",
+    "copy-on-read",
+    "idle-pools",
+    "loader-recreated",
+)
+
+
+def _command_finding(finding_id: str, shown: str) -> Gate:
+    finding_id = finding_id.strip()
+    if finding_id not in COMMAND_FINDING_IDS:
+        import difflib
+
+        close = difflib.get_close_matches(finding_id, COMMAND_FINDING_IDS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(
+            f"bad gate {shown!r}: compare -- COMMAND finds no {finding_id!r}{hint}; "
+            f"known: {', '.join(COMMAND_FINDING_IDS)}"
+        )
+    return Gate(f"{FINDING}{finding_id}", "absent", "abs", "<=", 0.0)
+
+
+def make_command_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
+    """`make_gate` for `compare -- COMMAND`, whose findings are watch's, not compare's."""
+    shown = source or f"{metric_text}:{expr}"
+    name = metric_text.strip()
+    if name == FINDING.rstrip(":"):
+        return _command_finding(expr, shown)
+    if name.startswith(FINDING):
+        if expr.strip() not in ("absent", "<=0"):
+            raise UsageError(f'bad gate {shown!r}: a finding gate\'s limit is "absent"')
+        return _command_finding(name[len(FINDING) :], shown)
+    return make_gate(metric_text, expr, source=source)
+
+
+def parse_command_gate(text: str) -> Gate:
+    metric_text, sep, expr = text.partition(":")
+    if not sep or not metric_text.strip() or not expr.strip():
+        return parse_gate(text)  # its one line for a malformed gate
+    return make_command_gate(metric_text, expr, source=text)
+
+
+def command_gates_from_table(table: Mapping[str, object], source: str) -> list[Gate]:
+    """`gates_from_table` for `compare -- COMMAND`."""
+    gates = []
+    for metric, value in table.items():
+        for limit in value if isinstance(value, list) else [value]:
+            if not isinstance(limit, str):
+                raise UsageError(
+                    f'gate {metric!r} in {source} must be a string such as "<=0.95" or '
+                    f'"+10%", got {limit!r}'
+                )
+            gates.append(make_command_gate(metric, limit))
+    return gates
+
+
+def check_command_gates(gates: Sequence[Gate], *, has_baseline: bool = False) -> None:
+    """Refuse, before any trial, a gate on a figure the command form does not measure,
+    and a relative gate with no baseline to be relative to."""
+    check_needs_baseline(gates, has_baseline)
     for g in gates:
-        if g.mode == "rel":
-            raise UsageError(f"gate {g}: compare -- COMMAND has no --baseline to be relative to")
         if g.metric.startswith(FINDING):
-            raise UsageError(f"gate {g}: compare -- COMMAND runs no lifecycle checks")
+            # compare's lifecycle checks (parse_gate knows their ids) are not run here.
+            _command_finding(g.metric[len(FINDING) :], str(g))
+            continue
         if g.metric not in COMMAND_METRICS:
             raise UsageError(
                 f"gate {g}: compare -- COMMAND does not measure {g.metric}; it gates "
-                "steady_epoch_ratio, cold_epoch_ratio, saved_s_per_epoch and each arm's "
-                "steady_epoch_s and cold_epoch_s"
+                "steady_epoch_ratio, cold_epoch_ratio, saved_s_per_epoch, each arm's "
+                "steady_epoch_s and cold_epoch_s, and finding:ID"
             )
 
 
+def _warnings_of_persistent_arm(report: CommandReport) -> dict[str, MetricValue]:
+    """finding:ID for each id the command form finds: the persistent arm's warnings
+    of that id (what persistence is gated on), a count read once."""
+    out = {}
+    # Leaked workers are looked for only in a trial the command ended by itself (NOTE
+    # [command findings]): with none, the gate is not measured, and skips.
+    ended = any(t.arm == "persistent" and t.returncode is not None for t in report.trials)
+    for finding_id in COMMAND_FINDING_IDS:
+        if finding_id == "workers-leaked" and not ended:
+            continue
+        count = float(
+            sum(
+                1
+                for f in report.findings
+                if f.id == finding_id and f.arm == "persistent" and f.severity != "info"
+            )
+        )
+        out[f"{FINDING}{finding_id}"] = MetricValue(count, count, count, 1)
+    return out
+
+
 def evaluate_command(
-    report: CommandReport, gates: Sequence[Gate], *, strict: bool = False, seed: int = 0
+    report: CommandReport,
+    gates: Sequence[Gate],
+    *,
+    strict: bool = False,
+    seed: int = 0,
+    baseline: CommandReport | None = None,
 ) -> tuple[tuple[GateResult, ...], Literal["pass", "fail"] | None]:
-    """Judge every gate against a `compare -- COMMAND` report, as `evaluate` does."""
+    """Judge every gate against a `compare -- COMMAND` report, as `evaluate` does; a
+    relative gate against `baseline` (see NOTE [command baseline])."""
     if not gates:
         return (), None
     from loaderprof.analysis.comparison import command_metrics
 
     metrics = command_metrics(report, seed)
-    results = tuple(judge(g, metrics.get(g.metric)) for g in gates)
+    metrics.update(_warnings_of_persistent_arm(report))
+    base: dict[str, MetricValue] = {}
+    rel: dict[str, MetricValue] = {}
+    if baseline is not None:
+        from loaderprof.analysis.command_baseline import relative_command_metrics
+
+        base = command_metrics(baseline, seed)
+        rel = relative_command_metrics(report, baseline, seed)
+    results = tuple(
+        _why_skipped(judge(g, metrics.get(g.metric), baseline=b, relative=rel.get(g.metric)), b)
+        for g in gates
+        for b in [base.get(g.metric)]
+    )
     return results, overall(results, strict=strict)
+
+
+def _why_skipped(r: GateResult, baseline: MetricValue | None) -> GateResult:
+    """A skipped command gate's reason in the command form's words."""
+    if r.status != "skipped":
+        return r
+    import dataclasses
+
+    if r.metric == f"{FINDING}workers-leaked":
+        why = (
+            "loaderprof stopped every persistent trial; leaked workers are looked for "
+            "only after the command exits by itself"
+        )
+    elif r.mode == "rel" and baseline is not None and not baseline.value > 0:
+        why = "the baseline's figure is not positive: no change relative to it means anything"
+    else:
+        return r
+    return dataclasses.replace(r, message=f"{r.gate}: skipped ({why})")
 
 
 def overall(results: Sequence[GateResult], *, strict: bool) -> Literal["pass", "fail"]:

@@ -34,8 +34,8 @@ project's pyproject.toml (\\[tool.loaderprof]).
 With -- COMMAND, your own training command runs unchanged as both arms: every
 DataLoader it builds with workers gets persistent_workers=True in one and False in
 the other; each trial stops after --epochs epochs (default 3) of its main loader.
-Its trials follow the same plan (--trials auto), and --fail-on, --json and
---markdown apply to it.
+Its trials follow the same plan (--trials auto), and --fail-on (finding:ID too),
+--baseline, --save-baseline, --json and --markdown apply to it.
 
 Examples:
   loaderprof compare mypkg.data:TrainSet --num-workers 4

@@ -36,6 +36,8 @@ _APPLY = {
     "fail_on",
     "gates",
     "strict",
+    "baseline",
+    "save_baseline",
     "json",
     "markdown",
     "quiet",
@@ -44,12 +46,8 @@ _APPLY = {
 }
 DEFAULT_EPOCHS = 3
 _EXPORTS = "it writes --json and --markdown (no memory table and no lifelines)"
-_WHY = {
-    **dict.fromkeys(("csv", "junit", "html", "plot", "trace"), _EXPORTS),
-    **dict.fromkeys(
-        ("baseline", "save_baseline"), "its gates are absolute, not relative to a saved report"
-    ),
-}
+_WHY = dict.fromkeys(("csv", "junit", "html", "plot", "trace"), _EXPORTS)
+_BASELINE_NEEDS = "--baseline takes a compare -- COMMAND report (saved with --save-baseline)"
 
 
 def _flag(cls: type, name: str) -> str:
@@ -75,7 +73,6 @@ def _check_unused(values: dict[str, Any]) -> None:
 
 
 def _plan(values: dict[str, Any]) -> Any:
-    from loaderprof import api
     from loaderprof.analysis.gates import check_command_gates
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.config.run import AUTO
@@ -87,8 +84,14 @@ def _plan(values: dict[str, Any]) -> Any:
             raise UsageError(f"--trials {trials!r}: a number of trials per arm, or auto")
         trials = int(text) if text.isdigit() else AUTO
     epochs, cap = values.get("epochs"), values.get("max_trials")
-    gates = tuple(api.load_gates(values.get("fail_on"), values.get("gates"), None))
-    check_command_gates(gates)
+    gates = _gates(values.get("fail_on"), values.get("gates"))
+    path = values.get("baseline")
+    check_command_gates(gates, has_baseline=path is not None)
+    baseline = None
+    if path is not None:
+        from loaderprof.report.json_report import read_command
+
+        baseline = read_command(path, needs=_BASELINE_NEEDS)
     return CommandPlan(
         command=tuple(values["command"]),
         epochs=DEFAULT_EPOCHS if epochs is None else int(epochs),
@@ -100,7 +103,26 @@ def _plan(values: dict[str, Any]) -> Any:
         gates=gates,
         strict=bool(values.get("strict")),
         max_batches=values.get("max_batches"),
+        baseline=baseline,
+        baseline_path=None if path is None else str(path),
     )
+
+
+def _gates(fail_on: Any, gates_file: Any) -> tuple[Any, ...]:
+    """compare's gates (a gates file's [gates] table, then --fail-on), each finding
+    gate checked against the findings the command form reports."""
+    from loaderprof.analysis.gates import command_gates_from_table, parse_command_gate
+
+    gates = []
+    if gates_file:
+        from loaderprof.config.run import load_config_file
+
+        table = load_config_file(gates_file).get("gates")
+        if not table:
+            raise UsageError(f"{gates_file} has no [gates] table")
+        gates += command_gates_from_table(table, str(gates_file))
+    gates += [parse_command_gate(g) for g in fail_on or ()]
+    return tuple(gates)
 
 
 def run(values: dict[str, Any]) -> int:
@@ -110,7 +132,10 @@ def run(values: dict[str, Any]) -> int:
     plan = _plan(values)
     check_plan(plan)
     out_opts = OutputOptions(json=values.get("json"), markdown=values.get("markdown"))
-    outputs = Outputs("compare-command", out_opts, what="compare -- COMMAND")
+    # --save-baseline: the --json report, written by the same registry (even when a
+    # gate fails: what was measured is never lost).
+    gate_opts = GateOptions(save_baseline=values.get("save_baseline"))
+    outputs = Outputs("compare-command", out_opts, gate_opts, what="compare -- COMMAND")
     err = stderr_console()
 
     def on_trial(i: int, n: int, arm: str) -> None:

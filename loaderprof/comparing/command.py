@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as _dt
 import math
 import os
 import signal
@@ -48,7 +49,7 @@ from loaderprof.model.command import (
     SavingEstimate,
 )
 from loaderprof.model.metrics import Stat
-from loaderprof.model.results import Finding, Verdict
+from loaderprof.model.results import BaselineInfo, Finding, Verdict
 from loaderprof.model.units import plural
 
 _POLL_S = 0.02
@@ -74,6 +75,10 @@ class CommandPlan:
     strict: bool = False
     # Each epoch of the switched loaders ends after this many (see NOTE [cut epochs]).
     max_batches: int | None = None
+    # --baseline: a saved command report, and its path as given (see NOTE [command
+    # baseline]).
+    baseline: CommandReport | None = None
+    baseline_path: str | None = None
 
     @property
     def adaptive(self) -> bool:
@@ -387,7 +392,30 @@ def compare_command(
 
     # As every report carries them; the command's own imports are not seen from here.
     tool = {"name": "loaderprof", "version": __version__}
-    return dataclasses.replace(report, tool=tool, environment=environment(None))
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    report = dataclasses.replace(report, tool=tool, environment=environment(None), created=created)
+    return dataclasses.replace(report, baseline=baseline_info(plan, report))
+
+
+def baseline_info(plan: CommandPlan, report: CommandReport) -> BaselineInfo | None:
+    """The baseline named, and flagged where its environment differs: its timings may
+    not transfer (compare's rule, model/environment.py)."""
+    if plan.baseline is None:
+        return None
+    from loaderprof.model.environment import fingerprint_differences
+
+    old = plan.baseline
+    diffs = fingerprint_differences(old.environment, report.environment)
+    # Another command, or other epochs, time other work: named as a machine is.
+    for key, a, b in (
+        ("command", " ".join(old.command), " ".join(report.command)),
+        ("epochs", old.epochs, report.epochs),
+        ("max_batches", old.max_batches, report.max_batches),
+    ):
+        if a != b:
+            diffs.append(f"{key}: {a!r} → {b!r}")
+    path = plan.baseline_path or "(in memory)"
+    return BaselineInfo(path, plan.baseline.created, tuple(diffs))
 
 
 def _split(trials: Sequence[CommandTrial]) -> tuple[list[CommandTrial], list[CommandTrial]]:
@@ -462,7 +490,9 @@ def summarise(
         return report
     from loaderprof.analysis.gates import evaluate_command
 
-    results, status = evaluate_command(report, plan.gates, strict=plan.strict, seed=plan.seed)
+    results, status = evaluate_command(
+        report, plan.gates, strict=plan.strict, seed=plan.seed, baseline=plan.baseline
+    )
     return dataclasses.replace(report, gates=results, gate_status=status)
 
 

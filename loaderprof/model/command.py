@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Ratio, Stat
-from loaderprof.model.results import Finding, GateResult, PlanOutcome, Verdict
+from loaderprof.model.results import BaselineInfo, Finding, GateResult, PlanOutcome, Verdict
 
 Arm = Literal["persistent", "non_persistent"]
 
@@ -139,3 +139,8 @@ class CommandReport:
     findings: tuple[Finding, ...] = ()
     # --max-batches: each epoch of the switched loaders ended after this many batches.
     max_batches: int | None = None
+    # When the run ended (UTC, ISO 8601): a saved report names itself as a baseline.
+    created: str = ""
+    # --baseline: the saved report the relative gates were judged against, and what
+    # differs in its environment (see NOTE [command baseline]).
+    baseline: BaselineInfo | None = None

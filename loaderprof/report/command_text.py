@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from loaderprof.model.command import CommandReport, CommandTrial
 from loaderprof.model.metrics import Stat
-from loaderprof.model.results import Finding
+from loaderprof.model.results import Finding, GateResult
 from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
 from loaderprof.report.rows import plan_summary
 
@@ -156,24 +156,88 @@ def render(r: CommandReport, width: int = 80) -> str:
         out += [f"  {reason}" for reason in r.verdict.reasons]
     out += _waits(r, width)
     out += _findings(r.findings, width)
+    out += _baseline(r, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
     text = "\n".join(_wrap(out, width)) + "\n"
     return text + ("\n" + _gates(r, width) if r.gates else "")
 
 
+def _baseline(r: CommandReport, width: int) -> list[str]:
+    """The saved report the relative gates were judged against, each of their figures
+    as it was there (the gates table has new ÷ baseline), and what differs."""
+    b = r.baseline
+    if b is None:
+        return []
+    from loaderprof.analysis.gates import format_value
+
+    out = ["", "baseline: " + _fit(b.path, width - 10)]
+    if b.created:
+        out.append(f"  saved {b.created}")
+    for g in r.gates:
+        if g.mode == "rel" and g.baseline is not None:
+            out.append(f"  {g.metric}: {format_value(g.metric, g.baseline)} in the baseline")
+    if b.differences:
+        out.append(
+            "  warning: the baseline differs from this run, so its timings may not "
+            "transfer: " + "; ".join(b.differences)
+        )
+    return out
+
+
+_CAPTION = (
+    "fail: the whole interval is past the limit · inconclusive: the median is past it "
+    "but the interval straddles it (fails only with --strict)"
+)
+
+
+def _gate_row(g: GateResult) -> tuple[str, str, str | None]:
+    """(gate, value [CI], the line under it) of one gate; a relative gate's value is
+    new ÷ baseline, a finding gate's the warnings the persistent arm showed."""
+    from loaderprof.analysis.gates import FINDING, format_result
+
+    shown, _ = format_result(g)
+    # A finding gate's limit ("absent") goes without saying.
+    name = g.metric if g.metric.startswith(FINDING) else g.gate
+    if g.status == "skipped":
+        return name, shown, g.message.partition("skipped (")[2].removesuffix(")") or None
+    if g.metric.startswith(FINDING):
+        return name, "none found" if not g.value else f"{g.value:.0f} found", None
+    if g.mode == "rel":
+        return g.gate, shown, f"new ÷ baseline; limit {g.op} {g.limit:.3f}"
+    return g.gate, shown, None
+
+
 def _gates(r: CommandReport, width: int) -> str:
-    """compare's gates table (report/console.gates_table), as plain text."""
-    import io
+    """compare's gates (report/console.gates_table) as plain text: a row too wide for
+    the width puts its value under its gate rather than cut either."""
+    from loaderprof.analysis.gates import FINDING
 
-    from rich.console import Console
-
-    from loaderprof.report.console import gates_table
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, highlight=False)
-    console.print(gates_table(r))
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    rows = [(g.status, *_gate_row(g)) for g in r.gates]
+    looked = any(g.confidence != 0.95 and g.has_interval and g.informative for g in r.gates)
+    head = "value [CI]" if looked else "value [95 % CI]"
+    sw = max(len("result"), *(len(s) for s, *_ in rows)) + 3
+    gw = max(len(name) for _, name, _, _ in rows)
+    vw = max(len(head), *(len(v) for _, _, v, _ in rows))
+    total = sw + gw + 2 + vw
+    flat = total <= width
+    # Notes and the caption wrap at the table's own width, as compare's caption does.
+    cap = min(width, max(total, 64))
+    out = [f"Gates: {(r.gate_status or '').upper()}"]
+    if flat:
+        out += [f"{'result':<{sw}}{'gate':<{gw}}  {head:>{vw}}", "─" * total]
+    for status, name, value, note in rows:
+        if flat:
+            out.append(f"{status:<{sw}}{name:<{gw}}  {value:>{vw}}")
+        else:
+            out += [_fit(f"{status:<{sw}}{name}", width), " " * (sw + 2) + value]
+        if note:
+            out += _hang(" " * (sw + 2), note, sw + 2, cap)
+    caption = ("intervals at 95 % unless the row names its level · " if looked else "") + _CAPTION
+    if any(g.metric.startswith(FINDING) for g in r.gates):
+        caption += " · finding:ID counts the persistent arm's warnings of that id"
+    out += textwrap.wrap(caption, cap)
+    return "\n".join(out) + "\n"
 
 
 _NBSP = "\u00a0"

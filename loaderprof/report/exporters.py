@@ -137,7 +137,7 @@ _COMPARE_WATCH: frozenset[ReportKind] = frozenset({"compare", "watch"})
 # Keyed by the OutputOptions / GateOptions field that asks for it.
 EXPORTERS: dict[str, Exporter] = {
     "json": _Text("--json", _ALL, _json),
-    "save_baseline": _Text("--save-baseline", _COMPARE, _json),
+    "save_baseline": _Text("--save-baseline", _COMPARE | {"compare-command"}, _json),
     "csv": _Text("--csv", _BOTH, _csv),
     "markdown": _Text("--markdown", _COMPARE_WATCH | {"attach", "compare-command"}, _markdown),
     "junit": _Text("--junit", _COMPARE, _junit),

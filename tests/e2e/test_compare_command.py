@@ -218,7 +218,7 @@ def test_a_script_failing_on_its_own_is_its_error_exit_3(tmp_path: Path) -> None
         (("--", sys.executable, "-c", "import time; time.sleep(0.2)"), 2, "never built"),
         (("-w", "3", "--", sys.executable, "-c", "pass"), 2, "does not apply"),
         (("--fail-on", "peak_worker_uss:<=1GiB", "--", "python"), 2, "does not measure"),
-        (("--baseline", "b.json", "--", "python"), 2, "does not apply"),
+        (("--baseline", "no-such-b.json", "--", "python"), 2, "report not found"),
         (("--trials", "two", "--", "python"), 2, "--trials 'two'"),
     ],
 )

@@ -10,7 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from loaderprof.analysis.gates import check_command_gates, evaluate_command, parse_gate
+from loaderprof.analysis.gates import (
+    check_command_gates,
+    evaluate_command,
+    parse_command_gate,
+    parse_gate,
+)
 from loaderprof.analysis.verdict import decide_command
 from loaderprof.comparing.command import CommandPlan, saving, settled, summarise
 from loaderprof.comparing.scheduler import at_look
@@ -93,13 +98,15 @@ def test_the_verdict_is_compares_with_its_words() -> None:
     ("gate", "words"),
     [
         ("peak_worker_uss:<=1GiB", "does not measure persistent.peak_worker_uss"),
-        ("finding:stale-worker-state", "runs no lifecycle checks"),
-        ("steady_epoch_ratio:+10%", "no --baseline"),
+        # compare's lifecycle checks are not the command form's (watch's).
+        ("finding:repeated-randomness", "finds no 'repeated-randomness'"),
+        ("finding:stale-state", "did you mean 'stale-worker-state'"),
+        ("steady_epoch_ratio:+10%", "is relative to a baseline: pass --baseline"),
     ],
 )
 def test_gates_on_what_the_command_form_does_not_measure_are_refused(gate: str, words: str) -> None:
     with pytest.raises(UsageError, match=words):
-        check_command_gates([parse_gate(gate)])
+        check_command_gates([parse_command_gate(gate)])
 
 
 def test_gates_fail_only_past_the_whole_interval() -> None:

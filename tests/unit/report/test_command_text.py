@@ -4,16 +4,17 @@ LOADERPROF_UPDATE_GOLDEN=1 after checking it by eye), no line past the width."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
-from loaderprof.analysis.gates import parse_gate
+from loaderprof.analysis.gates import parse_command_gate, parse_gate
 from loaderprof.comparing.command import CommandPlan, summarise
 from loaderprof.model.command import CommandEpoch, CommandReport, CommandTrial, MainLoader
 from loaderprof.model.datawait import WaitSplit
-from loaderprof.model.results import Finding
+from loaderprof.model.results import BaselineInfo, Finding
 from loaderprof.report.command_text import render
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -65,6 +66,7 @@ def _reports() -> dict[str, CommandReport]:
             plan, (alone,), "its main loader is built anew every epoch", False, 30.0
         ),
         "more": _more(),
+        "baseline": _against_baseline(),
     }
 
 
@@ -110,8 +112,36 @@ def _more() -> CommandReport:
     return summarise(plan, trials, None, False, 125.0)
 
 
+def _against_baseline() -> CommandReport:
+    """Relative gates against a saved run from another torch build, and finding gates:
+    one found, one whose check could not run (every trial stopped by loaderprof)."""
+    old = dataclasses.replace(_more(), created="2026-12-01T10:00:00+00:00")
+    gates = tuple(
+        parse_command_gate(g)
+        for g in (
+            "persistent.steady_epoch_s:+10%",
+            "steady_epoch_ratio:+10%",
+            "saved_s_per_epoch:-20%",
+            "finding:leaked-files",
+            "finding:workers-leaked",
+        )
+    )
+    plan = CommandPlan(COMMAND, 5, 2, max_batches=32, gates=gates, baseline=old)
+    trials = (
+        _cut_trial(1, "persistent", 2.6, 0.05),
+        _cut_trial(2, "non_persistent", 4.9, 3.0),
+        _cut_trial(3, "non_persistent", 5.0, 3.1),
+        _cut_trial(4, "persistent", 2.7, 0.06),
+    )
+    report = summarise(plan, trials, None, False, 125.0)
+    info = BaselineInfo("ci/baseline.json", old.created, ("torch: '2.12.0' → '2.13.0'",))
+    return dataclasses.replace(report, baseline=info)
+
+
 @pytest.mark.parametrize("width", [80, 120])
-@pytest.mark.parametrize("name", ["full", "adaptive_gates", "interrupted", "nothing", "more"])
+@pytest.mark.parametrize(
+    "name", ["full", "adaptive_gates", "interrupted", "nothing", "more", "baseline"]
+)
 def test_the_command_screen_fits_and_matches_its_golden_text(name: str, width: int) -> None:
     text = render(_reports()[name], width=width)
     assert max(len(line) for line in text.splitlines()) <= width
