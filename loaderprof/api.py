@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loaderprof.analysis.gates import Gate, check_needs_baseline, gates_from_table, parse_gate
+from loaderprof.analysis.gates import Gate, check_needs_baseline
 from loaderprof.comparing.scheduler import ProgressCallback
 from loaderprof.config.options import GateOptions, RunOptions, SweepOptions, fill
 from loaderprof.config.run import RunConfig, build_config, load_config_file
@@ -70,18 +70,27 @@ class Prepared:
 
 
 def load_gates(
-    fail_on: Sequence[str] | None, gates_file: Path | None, config_gates: Any
+    fail_on: Sequence[str] | None,
+    gates_file: Path | None,
+    config_gates: Any,
+    *,
+    command: bool = False,
 ) -> list[Gate]:
-    """Gates from the config file's table, a gates file and --fail-on, in that order."""
+    """Gates from the config file's table, a gates file and --fail-on, in that order;
+    `command`: `compare -- COMMAND`'s, whose finding gates name watch's findings."""
+    from loaderprof.analysis import gates as g
+
+    make = g.make_command_gate if command else g.make_gate
+    parse = g.parse_command_gate if command else g.parse_gate
     gates: list[Gate] = []
     if config_gates:
-        gates += gates_from_table(config_gates, "the config file")
+        gates += g.gates_from_table(config_gates, "the config file", make)
     if gates_file:
         table = load_config_file(gates_file).get("gates")
         if not table:
             raise UsageError(f"{gates_file} has no [gates] table")
-        gates += gates_from_table(table, str(gates_file))
-    gates += [parse_gate(g) for g in fail_on or ()]
+        gates += g.gates_from_table(table, str(gates_file), make)
+    gates += [parse(text) for text in fail_on or ()]
     return gates
 
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from loaderprof.checks.catalogue import FINDING_IDS
+from loaderprof.checks.catalogue import FINDING_IDS, WATCH_FINDING_IDS
 from loaderprof.errors import UsageError
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
@@ -155,28 +155,41 @@ def parse_gate(text: str) -> Gate:
     return make_gate(metric_text, expr, source=text)
 
 
-def _finding_gate(finding_id: str, shown: str) -> Gate:
+def finding_gate(
+    finding_id: str, shown: str, known: Sequence[str] = FINDING_IDS, who: str = "compare"
+) -> Gate:
+    """`finding:ID`, once its id is one that `who`'s checks can report: a gate on an id
+    no check reports could never fail."""
     finding_id = finding_id.strip()
-    if finding_id not in FINDING_IDS:
+    if finding_id not in known:
         import difflib
 
-        close = difflib.get_close_matches(finding_id, FINDING_IDS, n=1)
+        close = difflib.get_close_matches(finding_id, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UsageError(
-            f"bad gate {shown!r}: unknown finding {finding_id!r}{hint}; "
-            f"known: {', '.join(FINDING_IDS)}"
+            f"bad gate {shown!r}: {who} finds no {finding_id!r}{hint}; known: {', '.join(known)}"
         )
     return Gate(f"{FINDING}{finding_id}", "absent", "abs", "<=", 0.0)
 
 
-def make_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
-    shown = source or f"{metric_text}:{expr}"
-    if metric_text.strip() == FINDING.rstrip(":"):
-        return _finding_gate(expr, shown)
-    if metric_text.strip().startswith(FINDING):
+def _finding_spec(metric_text: str, expr: str, shown: str) -> str | None:
+    """The id of a finding gate, written `finding:ID` or `finding:ID:absent`; None for
+    a gate on a figure."""
+    name = metric_text.strip()
+    if name == FINDING.rstrip(":"):
+        return expr
+    if name.startswith(FINDING):
         if expr.strip() not in ("absent", "<=0"):
             raise UsageError(f'bad gate {shown!r}: a finding gate\'s limit is "absent"')
-        return _finding_gate(metric_text.strip()[len(FINDING) :], shown)
+        return name[len(FINDING) :]
+    return None
+
+
+def make_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
+    shown = source or f"{metric_text}:{expr}"
+    finding_id = _finding_spec(metric_text, expr, shown)
+    if finding_id is not None:
+        return finding_gate(finding_id, shown)
     metric = normalize_metric(metric_text)
     kind = metric_kind(metric)
     rel = _REL.match(expr)
@@ -199,8 +212,11 @@ def make_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate
     return Gate(metric, expr.strip(), "abs", op, limit)  # type: ignore[arg-type]
 
 
-def gates_from_table(table: Mapping[str, object], source: str) -> list[Gate]:
-    """`[gates]` / `[tool.loaderprof.gates]`: metric = "limit" or a list of limits."""
+def gates_from_table(
+    table: Mapping[str, object], source: str, make: Callable[..., Gate] | None = None
+) -> list[Gate]:
+    """`[gates]` / `[tool.loaderprof.gates]`: metric = "limit" or a list of limits, each
+    made by `make` (compare's `make_gate`, or the command form's)."""
     gates = []
     for metric, value in table.items():
         limits = value if isinstance(value, list) else [value]
@@ -210,7 +226,7 @@ def gates_from_table(table: Mapping[str, object], source: str) -> list[Gate]:
                     f'gate {metric!r} in {source} must be a string such as "<=0.95" or '
                     f'"+10%", got {limit!r}'
                 )
-            gates.append(make_gate(metric, limit))
+            gates.append((make or make_gate)(metric, limit))
     return gates
 
 
@@ -360,44 +376,16 @@ COMMAND_METRICS = (
 
 # The findings a `compare -- COMMAND` trial can report: watch's checks (NOTE [command
 # findings]) less the advice to run this comparison (`persistence-candidate`).
-COMMAND_FINDING_IDS = (
-    "stale-worker-state",
-    "workers-leaked",
-    "memory-grows-every-epoch",
-    "leaked-files",
-    "leaked-inet",
-    "leaked-threads",
-    "leaked-children",
-    "copy-on-read",
-    "idle-pools",
-    "loader-recreated",
-)
-
-
-def _command_finding(finding_id: str, shown: str) -> Gate:
-    finding_id = finding_id.strip()
-    if finding_id not in COMMAND_FINDING_IDS:
-        import difflib
-
-        close = difflib.get_close_matches(finding_id, COMMAND_FINDING_IDS, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UsageError(
-            f"bad gate {shown!r}: compare -- COMMAND finds no {finding_id!r}{hint}; "
-            f"known: {', '.join(COMMAND_FINDING_IDS)}"
-        )
-    return Gate(f"{FINDING}{finding_id}", "absent", "abs", "<=", 0.0)
+COMMAND_FINDING_IDS = tuple(i for i in WATCH_FINDING_IDS if i != "persistence-candidate")
+_COMMAND = "compare -- COMMAND"
 
 
 def make_command_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
     """`make_gate` for `compare -- COMMAND`, whose findings are watch's, not compare's."""
     shown = source or f"{metric_text}:{expr}"
-    name = metric_text.strip()
-    if name == FINDING.rstrip(":"):
-        return _command_finding(expr, shown)
-    if name.startswith(FINDING):
-        if expr.strip() not in ("absent", "<=0"):
-            raise UsageError(f'bad gate {shown!r}: a finding gate\'s limit is "absent"')
-        return _command_finding(name[len(FINDING) :], shown)
+    finding_id = _finding_spec(metric_text, expr, shown)
+    if finding_id is not None:
+        return finding_gate(finding_id, shown, COMMAND_FINDING_IDS, _COMMAND)
     return make_gate(metric_text, expr, source=source)
 
 
@@ -408,20 +396,6 @@ def parse_command_gate(text: str) -> Gate:
     return make_command_gate(metric_text, expr, source=text)
 
 
-def command_gates_from_table(table: Mapping[str, object], source: str) -> list[Gate]:
-    """`gates_from_table` for `compare -- COMMAND`."""
-    gates = []
-    for metric, value in table.items():
-        for limit in value if isinstance(value, list) else [value]:
-            if not isinstance(limit, str):
-                raise UsageError(
-                    f'gate {metric!r} in {source} must be a string such as "<=0.95" or '
-                    f'"+10%", got {limit!r}'
-                )
-            gates.append(make_command_gate(metric, limit))
-    return gates
-
-
 def check_command_gates(gates: Sequence[Gate], *, has_baseline: bool = False) -> None:
     """Refuse, before any trial, a gate on a figure the command form does not measure,
     and a relative gate with no baseline to be relative to."""
@@ -429,7 +403,9 @@ def check_command_gates(gates: Sequence[Gate], *, has_baseline: bool = False) ->
     for g in gates:
         if g.metric.startswith(FINDING):
             # compare's lifecycle checks (parse_gate knows their ids) are not run here.
-            _command_finding(g.metric[len(FINDING) :], str(g))
+            finding_gate(
+                g.metric[len(FINDING) :], str(g), COMMAND_FINDING_IDS, "compare -- COMMAND"
+            )
             continue
         if g.metric not in COMMAND_METRICS:
             raise UsageError(

@@ -36,7 +36,7 @@ from loaderprof.model.results import (
     Ratio,
     Verdict,
 )
-from loaderprof.model.units import MiB, fmt_bytes, fmt_ratio, fmt_seconds, plural
+from loaderprof.model.units import MiB, fmt_bytes, fmt_change, fmt_ratio, fmt_seconds, plural
 
 
 @dataclass(frozen=True)
@@ -168,22 +168,6 @@ def decide_command(
     return _time_verdict(None, ev, min_gain)
 
 
-def _change(ratio: float) -> str:
-    """The steady epoch's change in words a time ratio allows: "11 % shorter" or
-    "19.6× faster" (an epoch at 0.051 of the time is not "95 % faster"), "8 % longer"
-    or "2.5× slower"."""
-    if ratio <= 0:
-        return "unmeasurably short"
-    if ratio <= 0.5:
-        n = 1 / ratio
-        return f"{n:.0f}× faster" if n >= 10 else f"{n:.1f}× faster"
-    if ratio < 1:
-        return f"{(1 - ratio) * 100:.0f} % shorter"
-    if ratio < 2:
-        return f"{(ratio - 1) * 100:.0f} % longer"
-    return f"{ratio:.0f}× slower" if ratio >= 10 else f"{ratio:.1f}× slower"
-
-
 PlanMode = Literal["adaptive", "fixed"]
 
 
@@ -272,7 +256,7 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             "keep_off",
             "Keep persistent_workers off: it makes steady epochs slower.",
             (
-                f"steady epochs are {_change(r.value)} with persistent workers ({ev.interval})",
+                f"steady epochs are {fmt_change(r.value)} with persistent workers ({ev.interval})",
                 ev.memory,
             ),
         )
@@ -281,7 +265,7 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             "neutral",
             f"Either way: persistence saves a little time ({fmt_seconds(ev.saved_s)} per epoch).",
             (
-                f"steady epochs are {_change(r.value)} ({ev.interval}), a real but small "
+                f"steady epochs are {fmt_change(r.value)} ({ev.interval}), a real but small "
                 f"saving (below the {min_gain * 100:.0f} % worth enabling for)",
                 ev.memory,
             ),
@@ -372,7 +356,7 @@ def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
         f"Not decided: after {plural(a.n, 'trial')} per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
         (
-            f"steady epochs look {_change(r.value)} with persistent workers "
+            f"steady epochs look {fmt_change(r.value)} with persistent workers "
             f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
             f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
             + _what_decides(ev),
@@ -448,7 +432,7 @@ def _total_reason(comparison: Comparison, saved_s: float) -> str:
 def _enable_verdict(comparison: Comparison | None, ev: _Evidence) -> Verdict:
     extra = comparison.extra_idle_memory_bytes if comparison else None
     reasons = [
-        f"steady epochs are {_change(ev.ratio.value)} with persistent workers "
+        f"steady epochs are {fmt_change(ev.ratio.value)} with persistent workers "
         f"({ev.interval}), saving {fmt_seconds(ev.saved_s)} per epoch"
     ]
     if comparison is not None and comparison.break_even_epochs is not None:

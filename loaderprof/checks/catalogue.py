@@ -50,6 +50,25 @@ CATALOGUE: dict[str, Check] = {
 FINDING_IDS = tuple(dict.fromkeys(fid for c in CATALOGUE.values() for fid in c.findings))
 
 
+# watch's checks (watching/findings.py), by the ids they can report; `compare -- COMMAND`
+# runs them on each trial (NOTE [command findings]). `watch --pid` sees processes only
+# (watching/attach_findings.py). watch's `--fail-on finding:ID` is checked against these.
+WATCH_FINDING_IDS = (
+    "loader-recreated",
+    "persistence-candidate",
+    "idle-pools",
+    "memory-grows-every-epoch",
+    "copy-on-read",
+    "stale-worker-state",
+    "leaked-files",
+    "leaked-inet",
+    "leaked-threads",
+    "leaked-children",
+    "workers-leaked",
+)
+ATTACH_FINDING_IDS = ("idle-pools", "pool-rebuilt", "workers-leaked")
+
+
 def checked(check_ids: Collection[str]) -> tuple[str, ...]:
     """The finding ids the checks `check_ids` (that had their data) can report."""
     return tuple(dict.fromkeys(f for cid in check_ids for f in CATALOGUE[cid].findings))

@@ -225,15 +225,20 @@ def warn_inconclusive(report: Report | CommandReport, err: Console) -> None:
             err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)
 
 
-def finding_gates(fail_on: list[str] | tuple[str, ...] | None) -> list[str]:
+def finding_gates(fail_on: list[str] | tuple[str, ...] | None, *, pid: bool = False) -> list[str]:
     """The finding ids of watch's `--fail-on finding:ID` gates (its only kind: a watched
-    run has no arms to set figures against)."""
+    run has no arms to set figures against), each one its checks can report (`pid`:
+    those of `watch --pid`)."""
+    from loaderprof.analysis.gates import finding_gate
+    from loaderprof.checks.catalogue import ATTACH_FINDING_IDS, WATCH_FINDING_IDS
+
+    known, who = (ATTACH_FINDING_IDS, "watch --pid") if pid else (WATCH_FINDING_IDS, "watch")
     ids = []
     for g in fail_on or ():
         if not g.startswith("finding:") or not g[len("finding:") :]:
             raise UsageError(f"--fail-on {g!r}: watch gates on findings only (finding:ID)")
-        ids.append(g[len("finding:") :])
-    return ids
+        ids.append(finding_gate(g[len("finding:") :], f"--fail-on {g}", known, who).metric)
+    return [i[len("finding:") :] for i in ids]
 
 
 def findings_hit(gates: list[str], found: Iterable[str]) -> int:

@@ -73,6 +73,7 @@ def _check_unused(values: dict[str, Any]) -> None:
 
 
 def _plan(values: dict[str, Any]) -> Any:
+    from loaderprof import api
     from loaderprof.analysis.gates import check_command_gates
     from loaderprof.comparing.command import CommandPlan
     from loaderprof.config.run import AUTO
@@ -84,7 +85,7 @@ def _plan(values: dict[str, Any]) -> Any:
             raise UsageError(f"--trials {trials!r}: a number of trials per arm, or auto")
         trials = int(text) if text.isdigit() else AUTO
     epochs, cap = values.get("epochs"), values.get("max_trials")
-    gates = _gates(values.get("fail_on"), values.get("gates"))
+    gates = tuple(api.load_gates(values.get("fail_on"), values.get("gates"), None, command=True))
     path = values.get("baseline")
     check_command_gates(gates, has_baseline=path is not None)
     baseline = None
@@ -106,23 +107,6 @@ def _plan(values: dict[str, Any]) -> Any:
         baseline=baseline,
         baseline_path=None if path is None else str(path),
     )
-
-
-def _gates(fail_on: Any, gates_file: Any) -> tuple[Any, ...]:
-    """compare's gates (a gates file's [gates] table, then --fail-on), each finding
-    gate checked against the findings the command form reports."""
-    from loaderprof.analysis.gates import command_gates_from_table, parse_command_gate
-
-    gates = []
-    if gates_file:
-        from loaderprof.config.run import load_config_file
-
-        table = load_config_file(gates_file).get("gates")
-        if not table:
-            raise UsageError(f"{gates_file} has no [gates] table")
-        gates += command_gates_from_table(table, str(gates_file))
-    gates += [parse_command_gate(g) for g in fail_on or ()]
-    return tuple(gates)
 
 
 def run(values: dict[str, Any]) -> int:

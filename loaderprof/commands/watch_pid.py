@@ -40,7 +40,7 @@ def run(values: dict[str, Any]) -> int:
 
     INTERRUPTS.install()
     _refuse(values)
-    gates = finding_gates(values["fail_on"])
+    gates = finding_gates(values["fail_on"], pid=True)
     opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration")})
     sample_ms, uss_ms = check_intervals(values["sample_interval"], values["uss_interval"])
     # The job's tree is read every --sample-interval, as watch samples a command's.

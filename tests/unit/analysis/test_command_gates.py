@@ -15,7 +15,8 @@ from loaderprof.analysis.command_baseline import quotient, relative_command_metr
 from loaderprof.analysis.gates import (
     COMMAND_FINDING_IDS,
     check_command_gates,
-    command_gates_from_table,
+    gates_from_table,
+    make_command_gate,
     parse_command_gate,
     parse_gate,
 )
@@ -158,9 +159,11 @@ def test_the_command_forms_finding_ids() -> None:
     assert {f"leaked-{k}" for k in HANDLE_LABELS} <= set(COMMAND_FINDING_IDS)
     assert "persistence-candidate" not in COMMAND_FINDING_IDS  # this comparison answers it
     with pytest.raises(UsageError, match="a finding gate's limit"):
-        command_gates_from_table({"finding:stale-worker-state": "<=2"}, "g.toml")
-    gates = command_gates_from_table(
-        {"finding:workers-leaked": "absent", "steady_epoch_ratio": ["<=0.9", "+5%"]}, "g.toml"
+        gates_from_table({"finding:stale-worker-state": "<=2"}, "g.toml", make_command_gate)
+    gates = gates_from_table(
+        {"finding:workers-leaked": "absent", "steady_epoch_ratio": ["<=0.9", "+5%"]},
+        "g.toml",
+        make_command_gate,
     )
     assert [str(g) for g in gates] == [
         "finding:workers-leaked:absent",
