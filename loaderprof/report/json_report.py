@@ -69,7 +69,7 @@ READERS = {
     # naming the writer, which is not what the user needs next.
     "watch": "no loaderprof command reads watch reports back; its JSON follows schema watch-v1",
     "attach": "no loaderprof command reads attach reports back; its JSON follows schema attach-v1",
-    "compare-command": "read it with loaderprof report",
+    "compare-command": "read it with loaderprof report; compare two with compare --baseline",
 }
 
 
