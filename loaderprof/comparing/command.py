@@ -281,8 +281,7 @@ def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.
 def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
     """SIGKILL to the command's group and to every process of its tree outside it: its
     epochs are measured, and nothing it would do on a gentler signal is wanted."""
-    tree.alive()
-    tree.signal(signal.SIGKILL)
+    tree.kill_all()
     with contextlib.suppress(ProcessLookupError):
         proc.wait()
     tree.reaped = True

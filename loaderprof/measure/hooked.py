@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -77,6 +78,10 @@ class HookedRun:
     leaked_pids: tuple[int, ...]
 
 
+# Walks of a stopped tree before it is killed: each stops what the last one found, so
+# two find everything but a process forked as the first walk ran.
+_FREEZE_WALKS = 5
+
 # multiprocessing's helpers (the resource tracker, the forkserver) exit on their
 # own once the command has: give them this long before counting what is left.
 SETTLE_S = 0.5
@@ -131,6 +136,27 @@ class ProcessTree:
                 continue
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signum)
+
+    def kill_all(self) -> None:
+        """SIGKILL to every process of the command. Each is stopped first and the tree
+        walked again from every process known, until a walk finds none new: a rank
+        that forks its next epoch's workers between a walk and the kill would leave
+        them orphaned, unseen (workers notice a dead parent only seconds later)."""
+        stopped: set[int] = set()
+        for _ in range(_FREEZE_WALKS):
+            seen = set(self.alive())
+            for pid in list(seen):
+                seen.update(procfs.tree(pid))
+            for pid in seen - self._known.keys():
+                self._known[pid] = procfs.start_ticks(pid)
+            new = {p for p in seen if p != os.getpid() and self._ours(p)} - stopped
+            if not new:
+                break
+            for pid in new:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= new
+        self.signal(signal.SIGKILL)
 
     def survivors(self) -> tuple[int, ...]:
         """Still alive once the command has exited (and its helpers had a moment)."""
