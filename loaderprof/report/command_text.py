@@ -3,8 +3,6 @@ that fits the width it is given (80 columns and up)."""
 
 from __future__ import annotations
 
-import re
-import textwrap
 from collections.abc import Sequence
 
 from loaderprof.model.command import CommandReport, CommandTrial
@@ -12,6 +10,7 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Finding, GateResult
 from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
 from loaderprof.report.rows import plan_summary
+from loaderprof.report.wrap import wrap_text
 
 _ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
 
@@ -236,21 +235,14 @@ def _gates(r: CommandReport, width: int) -> str:
     caption = ("intervals at 95 % unless the row names its level · " if looked else "") + _CAPTION
     if any(g.metric.startswith(FINDING) for g in r.gates):
         caption += " · finding:ID counts the persistent arm's warnings of that id"
-    out += textwrap.wrap(caption, cap)
+    out += wrap_text(caption, cap)
     return "\n".join(out) + "\n"
-
-
-_NBSP = "\u00a0"
 
 
 def _hang(label: str, text: str, column: int, width: int) -> list[str]:
     """`label` in its column, `text` after it wrapped under itself."""
-    return textwrap.wrap(
-        text,
-        width,
-        initial_indent=f"{label:<{column}}",
-        subsequent_indent=" " * column,
-        break_on_hyphens=False,
+    return wrap_text(
+        text, width, initial_indent=f"{label:<{column}}", subsequent_indent=" " * column
     )
 
 
@@ -290,9 +282,7 @@ def _wrap(lines: Sequence[str], width: int) -> list[str]:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip()) + 2)
-        kept = re.sub(r"(\d) (s|ms|%)(?=[\s,.;:)]|$)", rf"\1{_NBSP}\2", line)
-        wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
-        out += [w.replace(_NBSP, " ") for w in wrapped]
+        out += wrap_text(line, width, subsequent_indent=indent)
     return out
 
 
