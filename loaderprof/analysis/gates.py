@@ -100,7 +100,9 @@ def metric_kind(metric: str) -> Kind:
     return "rate"
 
 
-def normalize_metric(name: str) -> str:
+def normalize_metric(name: str, known: Sequence[str] | None = None) -> str:
+    """`persistent.steady_epoch_s` from what a user wrote (no prefix: the persistent
+    arm); `known`: the metrics offered when the name is unknown (compare's all)."""
     name = name.strip()
     arm, dot, base = name.partition(".")
     if not dot:
@@ -116,13 +118,27 @@ def normalize_metric(name: str) -> str:
     if base.endswith("_bytes"):
         base = base[: -len("_bytes")]
     if base not in ARM_METRICS:
-        import difflib
-
-        names = list(RATIO_METRICS) + list(SAVING_METRICS) + list(ARM_METRICS)
-        close = difflib.get_close_matches(base, names, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UsageError(f"unknown gate metric {name!r}{hint}; known: {', '.join(names)}")
+        raise _unknown_metric(name, arm, base, known)
     return f"{arm or 'persistent'}.{base}"
+
+
+def _unknown_metric(name: str, arm: str, base: str, known: Sequence[str] | None) -> UsageError:
+    """One line with the nearest metric, in the arm the user named: a hint that
+    dropped the prefix would gate the other arm."""
+    import difflib
+
+    names = list(known or (*RATIO_METRICS, *SAVING_METRICS, *ARM_METRICS))
+    bases: dict[str, str] = {}
+    for n in names:  # an unprefixed name is the persistent arm's: the first listed
+        bases.setdefault(n.partition(".")[2] or n, n)
+    close = difflib.get_close_matches(base, list(bases), n=1)
+    hint = ""
+    if close:
+        near = close[0]
+        if near in ARM_METRICS:
+            near = f"{arm}.{near}" if arm else bases[near]
+        hint = f" (did you mean {near!r}?)"
+    return UsageError(f"unknown gate metric {name!r}{hint}; known: {', '.join(names)}")
 
 
 def _parse_number(kind: Kind, text: str, gate: str) -> float:
@@ -185,12 +201,18 @@ def _finding_spec(metric_text: str, expr: str, shown: str) -> str | None:
     return None
 
 
-def make_gate(metric_text: str, expr: str, *, source: str | None = None) -> Gate:
+def make_gate(
+    metric_text: str,
+    expr: str,
+    *,
+    source: str | None = None,
+    known: Sequence[str] | None = None,
+) -> Gate:
     shown = source or f"{metric_text}:{expr}"
     finding_id = _finding_spec(metric_text, expr, shown)
     if finding_id is not None:
         return finding_gate(finding_id, shown)
-    metric = normalize_metric(metric_text)
+    metric = normalize_metric(metric_text, known)
     kind = metric_kind(metric)
     rel = _REL.match(expr)
     if rel:
@@ -386,7 +408,7 @@ def make_command_gate(metric_text: str, expr: str, *, source: str | None = None)
     finding_id = _finding_spec(metric_text, expr, shown)
     if finding_id is not None:
         return finding_gate(finding_id, shown, COMMAND_FINDING_IDS, _COMMAND)
-    return make_gate(metric_text, expr, source=source)
+    return make_gate(metric_text, expr, source=source, known=COMMAND_METRICS)
 
 
 def parse_command_gate(text: str) -> Gate:

@@ -274,3 +274,25 @@ def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
     bad.write_text("[gates]\nsteady_epoch_ratio = 0.95\n")
     with pytest.raises(UsageError, match="must be a string"):
         load_gates(None, bad, None)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "hint"),
+    [
+        ("compare", "non_persistent.cold_epoc_s:<=1s", "'non_persistent.cold_epoch_s'"),
+        ("compare", "cold_epoc_s:<=1s", "'cold_epoch_s'"),
+        ("command", "non_persistent.cold_epoc_s:<=1s", "'non_persistent.cold_epoch_s'"),
+        ("command", "cold_epoc_s:<=1s", "'persistent.cold_epoch_s'"),
+    ],
+)
+def test_a_typo_hint_keeps_the_arm_it_was_written_for(parse: str, text: str, hint: str) -> None:
+    """Taken as offered, the hint must gate the arm the user named, and the command
+    form offers only what it measures."""
+    from loaderprof.analysis.gates import parse_command_gate
+
+    with pytest.raises(UsageError) as caught:
+        (parse_command_gate if parse == "command" else parse_gate)(text)
+    said = str(caught.value)
+    assert f"did you mean {hint}?" in said
+    if parse == "command":
+        assert "first_batch_ratio" not in said
