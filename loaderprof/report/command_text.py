@@ -48,11 +48,20 @@ def _head(r: CommandReport, width: int) -> list[str]:
     n = len(r.trials)
     order = " ".join("A" if t.arm == "persistent" else "B" for t in r.trials)
     stopped = sum(t.stopped for t in r.trials)
-    who = "each" if stopped == n else f"{stopped} of {n}"
-    out.append(
-        f"{n} trial{'s' * (n != 1)} ({order}; A persistent): loaderprof stopped {who} "
-        f"after epoch {r.epochs}"
-    )
+    low, high = _epochs_run(r)
+    if stopped == n:
+        how = f"loaderprof stopped each after epoch {r.epochs}"
+    elif stopped:
+        how = f"loaderprof stopped {stopped} of {n} after epoch {r.epochs}, the rest ended"
+    else:
+        ran = f"{low}" if low == high else f"{low} to {high}"
+        how = f"each ended by itself after {ran} epochs"
+    out.append(f"{n} trial{'s' * (n != 1)} ({order}; A persistent): {how}")
+    if high < r.epochs:
+        out.append(
+            f"  warning: the command ran {high if low == high else f'{low} to {high}'} "
+            f"epochs of its main loader, not --epochs {r.epochs}: the figures are of those"
+        )
     if r.max_batches is not None:
         full = _full_batches(r)
         of = f" of {full}" if full else ""
@@ -63,7 +72,7 @@ def _head(r: CommandReport, width: int) -> list[str]:
         out += _cut_warnings(r, full)
     if r.plan is not None:
         # compare's words for the plan that ran (report/rows.plan_summary).
-        words = r.plan.stopped if not r.complete else plan_summary(r.epochs, r.plan)
+        words = r.plan.stopped if not r.complete else plan_summary(_epochs_run(r)[1], r.plan)
         out.append(f"plan: {words}")
     return out
 
@@ -85,13 +94,20 @@ def _cut_warnings(r: CommandReport, full: int | None) -> list[str]:
     ]
 
 
+def _epochs_run(r: CommandReport) -> tuple[int, int]:
+    """The fewest and the most epochs a trial measured: --epochs, unless the command
+    ended by itself before it."""
+    ran = [len(t.epochs) for t in r.trials if t.epochs]
+    return (min(ran), max(ran)) if ran else (r.epochs, r.epochs)
+
+
 def _full_batches(r: CommandReport) -> int | None:
     """The batches a whole epoch of the main loader has, as its len() says."""
     return next((e.planned_batches for t in r.trials for e in t.epochs if e.planned_batches), None)
 
 
 def _arms(r: CommandReport) -> list[str]:
-    p, n, epochs = r.persistent, r.non_persistent, r.epochs
+    p, n, epochs = r.persistent, r.non_persistent, _epochs_run(r)[1]
     cut = " (cut)" if r.max_batches is not None else ""
     rows = [
         ("start to main loader built", lambda a: a.built_s),

@@ -161,3 +161,20 @@ def test_every_figure_printed_is_the_reports() -> None:
     assert "95 % CI" in text
     one = render(_reports()["interrupted"])
     assert "no interval" in one and "interrupted" in one
+
+
+def test_a_command_that_runs_fewer_epochs_than_asked_says_so() -> None:
+    """--epochs 5 on a script of 3 epochs: every trial ended by itself, and the labels
+    and the plan are the 3 epochs measured, with a warning naming the difference."""
+    from loaderprof.report.command_text import render
+
+    trials = tuple(
+        dataclasses.replace(_trial(i, arm, s, epochs=3), stopped=False, returncode=0)
+        for i, arm, s in ((1, "persistent", 2.1), (2, "non_persistent", 3.4),
+                          (3, "non_persistent", 3.5), (4, "persistent", 2.2))
+    )  # fmt: skip
+    text = render(summarise(CommandPlan(COMMAND, 5, 2), trials, None, False, 60.0), width=80)
+    assert "each ended by itself after 3 epochs" in text
+    assert "the command ran 3 epochs of its main loader, not --epochs 5" in text
+    assert "steady epoch (2..3)" in text and "(2..5)" not in text
+    assert "loaderprof stopped" not in text
