@@ -78,8 +78,9 @@ class HookedRun:
     leaked_pids: tuple[int, ...]
 
 
-# Walks of a stopped tree before it is killed: each stops what the last one found, so
-# two find everything but a process forked as the first walk ran.
+# The most walks of a tree being stopped before it is killed: each walk stops what it
+# found, and a process forked while one ran is found by the next (two suffice unless
+# something forks faster than the walks).
 _FREEZE_WALKS = 5
 
 # multiprocessing's helpers (the resource tracker, the forkserver) exit on their
