@@ -38,6 +38,8 @@ from loaderprof.config.run import AUTO, RunConfig, check_epochs
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.events import EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
+from loaderprof.measure import contention
+from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.hooked import HookedRun, ProcessTree, check_command, hooked_env, launch
 from loaderprof.measure.sampler import TreeSampler
 from loaderprof.measure.scratch import scratch_dir
@@ -373,7 +375,7 @@ def compare_command(
     order = [s.arm for s in trial_order(plan.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
     interrupted, why = False, None
-    t0 = time.monotonic()
+    t0, cpu = time.monotonic(), contention.mark()
     try:
         for i, arm in enumerate(order):
             if on_trial is not None:
@@ -392,7 +394,11 @@ def compare_command(
     # As every report carries them; the command's own imports are not seen from here.
     tool = {"name": "loaderprof", "version": __version__}
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    report = dataclasses.replace(report, tool=tool, environment=environment(None), created=created)
+    env = environment(None)
+    busy = busy_warning(env, contention.other_cores(cpu, contention.mark()))
+    report = dataclasses.replace(
+        report, tool=tool, environment=env, created=created, warnings=(busy,) if busy else ()
+    )
     return dataclasses.replace(report, baseline=baseline_info(plan, report))
 
 

@@ -144,3 +144,6 @@ class CommandReport:
     # --baseline: the saved report the relative gates were judged against, and what
     # differs in its environment (see NOTE [command baseline]).
     baseline: BaselineInfo | None = None
+    # What may make its figures noisy (another process busy on the machine), as
+    # compare's `warnings` say it.
+    warnings: tuple[str, ...] = ()

@@ -174,6 +174,7 @@ def render(r: CommandReport, width: int = 80) -> str:
     out += _baseline(r, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
+    out += [f"warning: {w}" for w in r.warnings]
     text = "\n".join(_wrap(out, width)) + "\n"
     return text + ("\n" + _gates(r, width) if r.gates else "")
 

@@ -178,3 +178,14 @@ def test_a_command_that_runs_fewer_epochs_than_asked_says_so() -> None:
     assert "the command ran 3 epochs of its main loader, not --epochs 5" in text
     assert "steady epoch (2..3)" in text and "(2..5)" not in text
     assert "loaderprof stopped" not in text
+
+
+def test_a_busy_machine_is_said_under_the_figures() -> None:
+    from loaderprof.report.command_text import render
+
+    busy = "the machine was busy: other processes kept 1.0 of 2 cores busy on average"
+    report = dataclasses.replace(_reports()["full"], warnings=(busy,))
+    text = render(report, width=80)
+    assert "warning: the machine was busy: other processes kept 1.0 of 2 cores" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "warning: the machine" not in render(_reports()["full"], width=80)
