@@ -60,7 +60,7 @@ def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
 
 def fmt_ratio(v: float) -> str:
     """A ratio with two significant digits where two decimals would show 0.00."""
-    return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.2g}"
+    return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:#.2g}"
 
 
 def fmt_change(ratio: float) -> str:

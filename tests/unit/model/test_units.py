@@ -55,3 +55,15 @@ def test_noun_and_listing() -> None:
     assert f"{noun(3, 'loader')} {listing(['L2', 'L3', 'L4'])}" == "loaders L2, L3 and L4"
     assert plural(2, "index", many="indices") == "2 indices"
     assert listing(["a"]) == "a" and listing(["a", "b"]) == "a and b"
+
+
+def test_a_small_ratio_keeps_two_significant_digits() -> None:
+    """Both ends of an interval read alike: "0.040–0.074", not "0.04–0.074"."""
+    from loaderprof.model.units import fmt_ratio
+
+    assert [fmt_ratio(v) for v in (0.04, 0.054, 0.0091, 0.5)] == [
+        "0.040",
+        "0.054",
+        "0.0091",
+        "0.50",
+    ]
