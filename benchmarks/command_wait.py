@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -34,54 +33,21 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-SCRIPT = """
-import json, os, sys, time
-import torch
-from torch.utils.data import DataLoader, Dataset
+from _shared import LAZY_TIMED_LOOP, paired, report
 
-
-class Slow(Dataset):
-    def __init__(self, n):
-        self.n = n
-        self.pid = None
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.pid != os.getpid():
-            time.sleep(0.2)  # a lazily opened resource, once per worker process
-            self.pid = os.getpid()
-        time.sleep(0.003)
-        return torch.full((16,), float(i))
-
-
+SCRIPT = (
+    LAZY_TIMED_LOOP
+    + """
 if __name__ == "__main__":
     log, epochs, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     loader = DataLoader(Slow(n), batch_size=8, num_workers=2)
-    for epoch in range(epochs):
-        began = time.perf_counter()
-        it = iter(loader)
-        first = time.perf_counter() - began
-        steady, batches = 0.0, 0
-        while True:
-            t = time.perf_counter()
-            try:
-                next(it)
-            except StopIteration:
-                steady += time.perf_counter() - t
-                break
-            if batches == 0:
-                first += time.perf_counter() - t
-            else:
-                steady += time.perf_counter() - t
-            batches += 1
-            time.sleep(0.005)
-        wall = time.perf_counter() - began
+    for k in range(epochs):
+        mine = epoch(lambda: iter(loader), 0.005)
+        row = {"persistent": loader.persistent_workers, "epoch": k, **mine}
         with open(log, "a") as f:
-            f.write(json.dumps({"persistent": loader.persistent_workers, "epoch": epoch,
-                                "epoch_s": wall, "first_s": first, "steady_s": steady}) + "\\n")
+            f.write(json.dumps(row) + "\\n")
 """
+)
 
 ARMS = {"persistent": True, "non_persistent": False}
 FIGURES = ("share", "first_s", "steady_s")
@@ -125,16 +91,6 @@ def _round(tmp: Path, epochs: int) -> dict[str, Any]:
     return out
 
 
-def _paired(ratios: list[float], seed: int = 0) -> dict[str, Any]:
-    """The median of the rounds' ratios, and its bootstrap interval from 2 rounds on."""
-    out: dict[str, Any] = {"ratio": statistics.median(ratios), "rounds": ratios}
-    if len(ratios) >= 2:
-        rng = random.Random(seed)
-        boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-        out.update(ci_low=boots[50], ci_high=boots[1949])
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -153,17 +109,10 @@ def main() -> None:
     for arm in ARMS:
         per = [r[arm] for r in rounds]
         result[arm] = {
-            f"{k}_ratio": _paired([p["loaderprof"][k] / p["own"][k] for p in per]) for k in FIGURES
+            f"{k}_ratio": paired([p["loaderprof"][k] / p["own"][k] for p in per]) for k in FIGURES
         }
-        result[arm]["projected_ratio"] = _paired([p["projected_s"] / p["whole_s"] for p in per])
-    text = json.dumps(result, indent=2)
-    print(text)
-    for arm in ARMS:
-        for name, fig in result[arm].items():
-            ci = f" [{fig['ci_low']:.3f}, {fig['ci_high']:.3f}]" if "ci_low" in fig else ""
-            print(f"{arm:<15} {name:<18} {fig['ratio']:.3f}{ci}", file=sys.stderr)
-    if args.out:
-        args.out.write_text(text + "\n")
+        result[arm]["projected_ratio"] = paired([p["projected_s"] / p["whole_s"] for p in per])
+    report(result, list(ARMS), args.out)
 
 
 if __name__ == "__main__":

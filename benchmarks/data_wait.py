@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -34,49 +33,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-SCRIPT = """
-import json, os, sys, time
-import torch
-from torch.utils.data import DataLoader, Dataset
+from _shared import LAZY_TIMED_LOOP, paired, report
 
-
-class Slow(Dataset):
-    def __init__(self, n=96):
-        self.n = n
-        self.pid = None
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.pid != os.getpid():
-            time.sleep(0.2)  # a lazily opened resource, once per worker process
-            self.pid = os.getpid()
-        time.sleep(0.003)
-        return torch.full((16,), float(i))
-
-
-def epoch(it_of, step_s):
-    began = time.perf_counter()
-    it = it_of()
-    first = time.perf_counter() - began
-    steady, batches = 0.0, 0
-    while True:
-        t = time.perf_counter()
-        try:
-            next(it)
-        except StopIteration:
-            steady += time.perf_counter() - t
-            break
-        if batches == 0:
-            first += time.perf_counter() - t
-        else:
-            steady += time.perf_counter() - t
-        batches += 1
-        time.sleep(step_s)
-    return {"epoch_s": time.perf_counter() - began, "first_s": first, "steady_s": steady}
-
-
+SCRIPT = (
+    LAZY_TIMED_LOOP
+    + """
 if __name__ == "__main__":
     persistent, epochs, out = sys.argv[1] == "on", int(sys.argv[2]), sys.argv[3]
     loader = DataLoader(Slow(), batch_size=8, num_workers=2, persistent_workers=persistent)
@@ -84,6 +45,7 @@ if __name__ == "__main__":
     with open(out, "w") as f:
         json.dump(mine, f)
 """
+)
 
 ARMS = {"on": "persistent", "off": "non_persistent"}
 
@@ -144,16 +106,6 @@ def _round(tmp: Path, epochs: int) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def _paired(ratios: list[float], seed: int = 0) -> dict[str, Any]:
-    """The median of the rounds' ratios, and its bootstrap interval from 2 rounds on."""
-    out: dict[str, Any] = {"ratio": statistics.median(ratios), "rounds": ratios}
-    if len(ratios) >= 2:
-        rng = random.Random(seed)
-        boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-        out.update(ci_low=boots[50], ci_high=boots[1949])
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -170,27 +122,20 @@ def main() -> None:
     for arm in ARMS.values():
         per = [r[arm] for r in rounds]
         result[arm] = {
-            "watch_share_ratio": _paired(
+            "watch_share_ratio": paired(
                 [p["watch"]["share"] / p["watch_own"]["share"] for p in per]
             ),
-            "watch_first_ratio": _paired(
+            "watch_first_ratio": paired(
                 [p["watch"]["first_s"] / p["watch_own"]["first_s"] for p in per]
             ),
-            "compare_share_ratio": _paired(
+            "compare_share_ratio": paired(
                 [p["compare"]["share"] / p["bare"]["share"] for p in per]
             ),
-            "compare_first_ratio": _paired(
+            "compare_first_ratio": paired(
                 [p["compare"]["first_s"] / p["bare"]["first_s"] for p in per]
             ),
         }
-    text = json.dumps(result, indent=2)
-    print(text)
-    for arm in ARMS.values():
-        for name, fig in result[arm].items():
-            ci = f" [{fig['ci_low']:.3f}, {fig['ci_high']:.3f}]" if "ci_low" in fig else ""
-            print(f"{arm:<15} {name:<20} {fig['ratio']:.3f}{ci}", file=sys.stderr)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(result, list(ARMS.values()), args.out)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _shared import paired
 
 SCRIPT = """
 import sys, time, torch
@@ -67,14 +67,6 @@ def _run(cmd: list[str], report: Path | None = None) -> tuple[float, float, floa
     return float(line.split()[1]), script, total
 
 
-def _paired(watched: list[float], bare: list[float], seed: int = 0) -> dict[str, float]:
-    """The median of the rounds' ratios and its bootstrap interval over rounds."""
-    ratios = [w / b for w, b in zip(watched, bare, strict=True)]
-    rng = random.Random(seed)
-    boots = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-    return {"ratio": statistics.median(ratios), "ci_low": boots[50], "ci_high": boots[1949]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=6)
@@ -100,7 +92,9 @@ def main() -> None:
     for i, figure in enumerate(("training_wall", "script_wall", "invocation_wall")):
         values = {k: [run[i] for run in v] for k, v in runs.items()}
         result[f"{figure}_s"] = values
-        result[f"{figure}_ratio"] = _paired(values["watch"], values["bare"])
+        result[f"{figure}_ratio"] = paired(
+            [w / b for w, b in zip(values["watch"], values["bare"], strict=True)]
+        )
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:
