@@ -26,13 +26,7 @@ from loaderprof.checks.loader import (
     check_threads,
     copy_on_read_finding,
 )
-from loaderprof.checks.series import (
-    GROWTH_MIN_BYTES,
-    GROWTH_MIN_FRACTION,
-    copies_on_read,
-    growth_trend,
-    new_memory,
-)
+from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import check_state
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window
@@ -61,14 +55,11 @@ def check_memory_growth(report: Report) -> list[Finding]:
         idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
         if len(idle) < 3:
             continue
-        series = [float(s.uss_bytes or 0) for s in idle]
-        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * series[0])
-        trend = growth_trend(series, step)
         if f"worker {w.worker_id}" in grown:
             continue  # the first trial that shows it is the evidence
-        if trend is None or not new_memory(
-            series[-1] - series[0], idle[-1].rss_bytes - idle[0].rss_bytes
-        ):
+        series = [float(s.uss_bytes or 0) for s in idle]
+        trend = idle_growth(series, [float(s.rss_bytes) for s in idle])
+        if trend is None:
             continue
         grown[f"worker {w.worker_id}"] = (series, trend)
         start = w.states[0].uss_bytes

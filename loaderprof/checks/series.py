@@ -54,6 +54,19 @@ def new_memory(uss_growth: float, rss_growth: float) -> bool:
     return rss_growth >= NEW_MEMORY_MIN_RSS_SHARE * uss_growth
 
 
+def idle_growth(uss: Sequence[float], rss: Sequence[float]) -> str | None:
+    """The trend (`growth_trend`) of a pool's or worker's memory in the pauses between
+    epochs, where it is new memory (`new_memory`); None where it does not grow. One rule
+    for compare's workers, watch's loaders and an attached job's pools."""
+    if not uss or not rss:
+        return None
+    trend = growth_trend(uss, max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0]))
+    # Overall, not step by step (RSS can lag a step behind).
+    if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
+        return None
+    return trend
+
+
 # NOTE [copy-on-read]: a forked worker that reads Python objects it inherited writes
 # their reference counts, and every page it touches turns from shared to private: its
 # USS rises with what it reads while RSS stays flat (those pages were already in RSS).

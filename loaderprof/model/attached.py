@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loaderprof.model.environment import ReportHead
+from loaderprof.model.metrics import PauseMemory
 from loaderprof.model.results import Finding
 
 KIND = "attach"
@@ -70,7 +71,7 @@ class AttachedGeneration:
 
 
 @dataclass(frozen=True)
-class AttachedPool:
+class AttachedPool(PauseMemory):
     """A lineage: a pool and those that replaced it (NOTE [pools from outside])."""
 
     id: str
@@ -87,11 +88,8 @@ class AttachedPool:
     epochs_from: str | None
     peak_uss_bytes: int | None
     peak_pss_bytes: int | None
-    # Its workers' USS together in the pauses between its inferred epochs: the median,
-    # and each pause's USS and RSS (the growth check).
+    # Its workers' USS together in the pauses between its inferred epochs, the median.
     idle_uss_bytes: int | None
-    idle_uss_by_epoch: tuple[int, ...] = ()
-    idle_rss_by_epoch: tuple[int, ...] = ()
 
     @property
     def rebuilt(self) -> int:

@@ -9,6 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
+@dataclass(frozen=True, kw_only=True)
+class PauseMemory:
+    """A pool's memory in each pause between its epochs, what the growth check reads
+    (`checks.series.idle_growth`): its workers' USS together and their RSS together."""
+
+    idle_uss_by_epoch: tuple[int, ...] = ()
+    idle_rss_by_epoch: tuple[int, ...] = ()
+
+
 @dataclass(frozen=True)
 class Stat:
     """A median with its spread; quartiles by linear interpolation."""

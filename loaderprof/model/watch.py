@@ -13,7 +13,7 @@ from typing import Any
 
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.environment import ReportHead
-from loaderprof.model.metrics import Stat
+from loaderprof.model.metrics import PauseMemory, Stat
 from loaderprof.model.results import Finding
 from loaderprof.model.trials import DatasetState
 from loaderprof.model.units import elapsed
@@ -85,7 +85,7 @@ class WatchedWorker:
 
 
 @dataclass(frozen=True)
-class WatchedLoader:
+class WatchedLoader(PauseMemory):
     # L1, L2... in the order the command built them, across all its processes.
     id: str
     site: str
@@ -114,9 +114,6 @@ class WatchedLoader:
     peak_worker_uss_bytes: int | None
     # USS of its workers between its epochs (persistent pools), median over pauses.
     idle_workers_uss_bytes: int | None
-    # The pool's USS and RSS in each pause between its epochs (the growth check).
-    idle_uss_by_epoch: tuple[int, ...] = ()
-    idle_rss_by_epoch: tuple[int, ...] = ()
     # See NOTE [stale worker state]. A persistent loader's Dataset as the main process saw
     # it at each iter() and each worker at each later epoch of its pool.
     dataset_states: tuple[DatasetState, ...] = ()

@@ -17,13 +17,7 @@ import statistics
 from collections.abc import Sequence
 
 from loaderprof.checks.growth import memory_growth
-from loaderprof.checks.series import (
-    GROWTH_EPOCHS_TO_TELL,
-    GROWTH_MIN_BYTES,
-    GROWTH_MIN_FRACTION,
-    growth_trend,
-    new_memory,
-)
+from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL, idle_growth
 from loaderprof.model.attached import AttachedPool
 from loaderprof.model.results import Finding
 from loaderprof.model.units import fmt_bytes, fmt_seconds, listing, plural
@@ -82,10 +76,7 @@ def check_growth(pools: Sequence[AttachedPool]) -> list[Finding]:
     out = []
     for pool in pools:
         uss, rss = pool.idle_uss_by_epoch, pool.idle_rss_by_epoch
-        if pool.rebuilt or not uss or not rss:
-            continue
-        trend = growth_trend(uss, max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0]))
-        if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
+        if pool.rebuilt or (trend := idle_growth(uss, rss)) is None:
             continue
         found = memory_growth(
             {f"pool {pool.id}": (list(uss), trend)},

@@ -15,13 +15,7 @@ from collections.abc import Sequence
 
 from loaderprof.checks.growth import leaked_handles, memory_growth
 from loaderprof.checks.loader import copy_on_read_finding
-from loaderprof.checks.series import (
-    GROWTH_MIN_BYTES,
-    GROWTH_MIN_FRACTION,
-    copies_on_read,
-    growth_trend,
-    new_memory,
-)
+from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
@@ -243,12 +237,7 @@ def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     out = []
     for ld in loaders:
         uss, rss = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch
-        if not ld.persistent_workers or not uss or not rss:
-            continue
-        step = max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0])
-        trend = growth_trend(uss, step)
-        # Overall, not step by step (RSS can lag a step behind).
-        if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
+        if not ld.persistent_workers or (trend := idle_growth(uss, rss)) is None:
             continue
         out.append(
             memory_growth(
