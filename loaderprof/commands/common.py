@@ -27,6 +27,12 @@ def stderr_console() -> Console:
     return Console(stderr=True)
 
 
+def say(line: str, style: str | None = None) -> None:
+    """One `loaderprof:` line on stderr, never wrapped: a CI log or a pipe keeps it whole
+    (a grep for it, a path in it); a terminal wraps it by itself."""
+    stderr_console().print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
 def stdout_console(json_to_stdout: bool) -> Console:
     """With the JSON on stdout, the tables move to stderr so stdout stays parseable."""
     from rich.console import Console
@@ -219,10 +225,10 @@ def failed_gates(report: Report | CommandReport, strict: bool) -> list[str]:
     ]
 
 
-def warn_inconclusive(report: Report | CommandReport, err: Console) -> None:
+def warn_inconclusive(report: Report | CommandReport) -> None:
     for g in report.gates:
         if g.status == "inconclusive":
-            err.print(f"loaderprof: warning: {g.message}", style="yellow", highlight=False)
+            say(f"loaderprof: warning: {g.message}", "yellow")
 
 
 def finding_gates(fail_on: list[str] | tuple[str, ...] | None, *, pid: bool = False) -> list[str]:
@@ -245,5 +251,5 @@ def findings_hit(gates: list[str], found: Iterable[str]) -> int:
     """1 with one line naming the gated findings that were found, else 0."""
     hit = [g for g in gates if g in set(found)]
     if hit:
-        stderr_console().print(f"loaderprof: watch found: {', '.join(hit)}", highlight=False)
+        say(f"loaderprof: watch found: {', '.join(hit)}")
     return 1 if hit else 0

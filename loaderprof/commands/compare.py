@@ -14,6 +14,7 @@ from loaderprof.commands.common import (
     failed_gates,
     interrupted_line,
     run_exit_code,
+    say,
     stderr_console,
     stdout_console,
     trial_progress,
@@ -101,12 +102,12 @@ def run(values: dict[str, Any], *, check: bool = False) -> int:
         reported = api.release(done)
         return int(ExitCode.OK) if reported and code in _REPORTED else code
     try:
-        return _report(done.report, prep, outputs, ui, check, err)
+        return _report(done.report, prep, outputs, ui, check)
     finally:
         api.release(done)
 
 
-def _report(report: Any, prep: Any, outputs: Outputs, ui: Any, check: bool, err: Any) -> int:
+def _report(report: Any, prep: Any, outputs: Outputs, ui: Any, check: bool) -> int:
     """Rank 0 (or the only process): gates, tables, outputs, the closing line."""
     from loaderprof import api
 
@@ -125,29 +126,29 @@ def _report(report: Any, prep: Any, outputs: Outputs, ui: Any, check: bool, err:
         print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
         # Written even when the run failed: what was measured is never lost.
         saved = outputs.write(report, strict=prep.strict)
-    warn_inconclusive(report, err)
+    warn_inconclusive(report)
     if failed_ranks:
         # One line per failed rank, as each would print alone; the code of the first.
         for r in failed_ranks:
             sys.stderr.write(f"loaderprof: error: rank {r.rank} (host {r.host}): {r.error}\n")
         return code
-    code = _closing(report, code, outputs, prep.strict, ui.debug, check, err)
+    code = _closing(report, code, outputs, prep.strict, ui.debug, check)
     late = INTERRUPTS.exit_code()
     if late is not None and late != code:
         # A signal while what was measured was written: it was all written first.
         line = interrupted_line(outputs, complete=report.complete)
-        err.print(line, style="yellow", highlight=False)
+        say(line, "yellow")
         return late
     return int(ExitCode.NOT_SAVED) if code == ExitCode.OK and not saved else code
 
 
 def _closing(
-    report: Any, code: int, outputs: Outputs, strict: bool, debug: bool, check: bool, err: Any
+    report: Any, code: int, outputs: Outputs, strict: bool, debug: bool, check: bool
 ) -> int:
     """The last line on stderr and the exit code: interrupted, failed, findings, gates."""
     if code in (ExitCode.HANGUP, ExitCode.INTERRUPTED, ExitCode.TERMINATED):
         line = interrupted_line(outputs, complete=report.complete)
-        err.print(line, style="yellow", highlight=False)
+        say(line, "yellow")
         return code
     if code == ExitCode.RUN_FAILED:
         detail = error_detail(report) if debug else None

@@ -13,7 +13,7 @@ from loaderprof.commands.common import (
     Outputs,
     failed_gates,
     saved_code,
-    stderr_console,
+    say,
     warn_inconclusive,
 )
 from loaderprof.config.options import (
@@ -120,12 +120,11 @@ def run(values: dict[str, Any]) -> int:
     # gate fails: what was measured is never lost).
     gate_opts = GateOptions(save_baseline=values.get("save_baseline"))
     outputs = Outputs("compare-command", out_opts, gate_opts, what="compare -- COMMAND")
-    err = stderr_console()
 
     def on_trial(i: int, n: int, arm: str) -> None:
         if not values.get("quiet"):
             name = arm.replace("_", "-")
-            err.print(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", style="dim")
+            say(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", "dim")
 
     try:
         from loaderprof.watching.session import run_findings
@@ -141,7 +140,7 @@ def run(values: dict[str, Any]) -> int:
     width = max(80, min(120, shutil.get_terminal_size((80, 24)).columns))
     (sys.stderr if outputs.json_to_stdout else sys.stdout).write(render(report, width=width))
     saved = outputs.write(report, strict=plan.strict)
-    warn_inconclusive(report, err)
+    warn_inconclusive(report)
     late = INTERRUPTS.exit_code()
     if report.interrupted or late is not None:
         sys.stderr.write(

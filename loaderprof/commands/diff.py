@@ -13,7 +13,6 @@ from loaderprof.commands.common import (
     Outputs,
     failed_gates,
     saved_code,
-    stderr_console,
     stdout_console,
     warn_inconclusive,
 )
@@ -68,7 +67,7 @@ def run(values: dict[str, Any]) -> int:
     if report.gates:
         console.print(gates_table(report))
     saved = outputs.write(report, strict=gate_opts.strict)
-    warn_inconclusive(report, stderr_console())
+    warn_inconclusive(report)
     if report.gate_status == "fail":
         failed = ", ".join(failed_gates(report, gate_opts.strict))
         sys.stderr.write(f"loaderprof: gate failed: {failed}\n")

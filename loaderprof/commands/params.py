@@ -178,14 +178,8 @@ def project_config() -> Path | None:
 
     found = find_project_config(Path.cwd())
     if found is not None:
-        from loaderprof.commands.common import stderr_console
+        from loaderprof.commands.common import say
 
         shown = os.path.relpath(found)
-        stderr_console().print(
-            f"loaderprof: settings from {shown} [tool.loaderprof] (--config replaces them)",
-            style="dim",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"loaderprof: settings from {shown} [tool.loaderprof] (--config replaces them)", "dim")
     return found

@@ -10,6 +10,7 @@ from loaderprof.commands import params
 from loaderprof.commands.common import (
     Outputs,
     interrupted_line,
+    say,
     stderr_console,
     stdout_console,
 )
@@ -92,7 +93,7 @@ def run(values: dict[str, Any]) -> int:
     interrupted = INTERRUPTS.exit_code()
     if interrupted is not None:
         line = interrupted_line(outputs, complete=report.complete)
-        err.print(line, style="yellow", highlight=False)
+        say(line, "yellow")
         return interrupted
     if not report.complete:
         return int(ExitCode.RUN_FAILED)

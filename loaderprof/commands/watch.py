@@ -14,7 +14,7 @@ from loaderprof.commands.common import (
     findings_hit,
     interrupted_line,
     saved_code,
-    stderr_console,
+    say,
     stdout_console,
 )
 from loaderprof.config.options import (
@@ -98,12 +98,11 @@ def run(values: dict[str, Any]) -> int:
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the command starts, by the registry that writes it.
     outputs = Outputs("watch", out_opts)
-    err = stderr_console()
     from loaderprof.measure.hooked import check_command
 
     check_command(values["command"])
     if not values["quiet"]:
-        err.print(f"loaderprof watch: running {' '.join(values['command'])}", style="dim")
+        say(f"loaderprof watch: running {' '.join(values['command'])}", "dim")
     # Not api.watch: a signal the command was stopped for is this run's status here,
     # not one to give back to a caller.
     report = build_watch_report(
@@ -119,7 +118,7 @@ def run(values: dict[str, Any]) -> int:
     saved = outputs.write(report)
     late = INTERRUPTS.exit_code()
     if late is not None:  # after the command ended: its report was written first
-        err.print(interrupted_line(outputs, complete=True), style="yellow", highlight=False)
+        say(interrupted_line(outputs, complete=True), "yellow")
         return late
     if report.exit_code == 0 and findings_hit(gates, (f.id for f in report.findings)):
         return 1

@@ -14,7 +14,7 @@ from loaderprof.commands.common import (
     finding_gates,
     findings_hit,
     saved_code,
-    stderr_console,
+    say,
     stdout_console,
 )
 from loaderprof.config.options import AttachOptions, OutputOptions, fill
@@ -49,14 +49,12 @@ def run(values: dict[str, Any]) -> int:
     # Every path is checked before the watch starts, by the registry that writes it.
     outputs = Outputs("attach", out_opts)
     job = " ".join(open_job(opts.pid).cmdline())
-    err = stderr_console()
     until = f"for {fmt_seconds(opts.duration)}" if opts.duration else "until it exits"
     if not values["quiet"]:
-        err.print(
+        say(
             f"loaderprof watch: watching pid {opts.pid} ({job}) from outside {until}; Ctrl-C "
             "ends the watch, not the job",
-            style="dim",
-            highlight=False,
+            "dim",
         )
     report = attach(
         opts.pid,
@@ -73,11 +71,10 @@ def run(values: dict[str, Any]) -> int:
         # what was seen until then, and the job was never touched.
         name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
         files = f"; written to {', '.join(outputs.written)}" if outputs.written else ""
-        err.print(
+        say(
             f"loaderprof: {name} ended the watch (the job goes on); the report covers what "
             f"was seen until then{files}",
-            style="yellow",
-            highlight=False,
+            "yellow",
         )
         return late
     return findings_hit(gates, (f.id for f in report.findings)) or saved_code(saved)

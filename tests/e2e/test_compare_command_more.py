@@ -212,7 +212,8 @@ def test_max_batches_cuts_each_epoch_and_projects_it(tmp_path: Path) -> None:
         assert 0.75 < projected / measured < 1.33, (arm, projected, measured)
     text = " ".join(run.stdout.split())
     assert "ended after 16 of 80 batches" in text and "projected to 80 batches" in text
-    assert "warning" not in text
+    # Only the busy-machine warning, which is true on a loaded runner, may be printed.
+    assert "warning" not in text.replace("warning: the machine was busy", "")
 
 
 # The HF Trainer builds the DataLoader inside transformers, and accelerate rebuilds it:
