@@ -80,18 +80,19 @@ def test_template_trials_measure_the_memory_fresh_interpreters_do(tmp_path: Path
     for attr in ("peak_total_pss_bytes", "peak_worker_uss_bytes"):
         a, b = _persistent(forked, attr), _persistent(fresh, attr)
         assert a == pytest.approx(b, rel=0.05), (attr, a / MiB, b / MiB)
-    # The main alone before the loader leans high (1.0-1.4 % here; the bounds leave
-    # room for noise both ways, more above): a file
-    # page the trial shares with the template and with m processes outside the run
-    # (the CLI's parent, a test runner that imported torch) counts 2/(m+2) of a page
-    # where a fresh interpreter holds 1/(m+1), and no sum of smaps figures can tell m.
-    # In the tree's total, which has more sharers, the same pages weigh far less.
+    # The main alone before the loader leans high (1.0-1.4 % here): a file page the
+    # trial shares with the template and with m processes outside the run (the CLI's
+    # parent, a test runner that imported torch) counts 2/(m+2) of a page where a fresh
+    # interpreter holds 1/(m+1), and no sum of smaps figures can tell m. m changes while
+    # the runs follow one another on a busy runner: beside a second test process that
+    # starts torch interpreters all the while, it read 3.2 % low. 5 % either way still
+    # tells tens of MiB apart. In the tree's total, with more sharers, they weigh less.
     a, b = _persistent(forked, "setup_main_pss_bytes"), _persistent(fresh, "setup_main_pss_bytes")
-    assert 0.98 * b <= a <= 1.03 * b, (a / MiB, b / MiB)
+    assert 0.95 * b <= a <= 1.05 * b, (a / MiB, b / MiB)
     # Its RSS counts the import's file pages the fork left out of its page tables, as
     # a fresh interpreter's does (+0.5 % measured); without them it read 30 % low.
     a, b = _setup(forked, "setup_main_rss_bytes"), _setup(fresh, "setup_main_rss_bytes")
-    assert 0.98 * b <= a <= 1.03 * b, (a / MiB, b / MiB)
+    assert 0.95 * b <= a <= 1.05 * b, (a / MiB, b / MiB)
     for report in (forked, fresh):
         _pss_within_rss(report)
     # What the template saves: the trial's imports (torch above all).
