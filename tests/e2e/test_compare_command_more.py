@@ -4,6 +4,7 @@ findings]) and --max-batches (NOTE [cut epochs]), on real scripts the tests writ
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import sys
 import textwrap
@@ -12,57 +13,26 @@ from typing import Any
 
 import pytest
 
-from conftest import assert_nothing_left, run_cli
+from conftest import TESTS, assert_nothing_left, run_cli
 
 pytestmark = pytest.mark.e2e
 
 # A loop that times its own waits as NOTE [data wait] counts them (iter() and each
-# next(), the first batch apart), and writes them with the arm it ran in. Loading is
+# next(), the first batch apart) with tests/lp_timed.py, and writes them with the arm
+# it ran in. Loading is
 # the bottleneck: 2 workers × 40 ms a batch against a 10 ms step, so every epoch
 # waits in steady state too; a fresh pool's workers take 0.3 s to start.
 TIMED = """
-import json, sys, time
-import torch
-from torch.utils.data import DataLoader, Dataset
-
-
-class Slow(Dataset):
-    def __len__(self):
-        return 48
-
-    def __getitem__(self, i):
-        time.sleep(0.01)
-        return torch.full((4,), float(i))
-
-
-def start(worker_id):
-    time.sleep(0.3)
-
+import json, sys
+from torch.utils.data import DataLoader
+from lp_timed import Slow, start, timed_epoch
 
 log, epochs = sys.argv[1], int(sys.argv[2])
-loader = DataLoader(Slow(), batch_size=4, num_workers=2, worker_init_fn=start)
+loader = DataLoader(Slow(0.01), batch_size=4, num_workers=2, worker_init_fn=start)
 for epoch in range(epochs):
-    began = time.perf_counter()
-    it = iter(loader)
-    first = time.perf_counter() - began
-    steady, batches = 0.0, 0
-    while True:
-        t = time.perf_counter()
-        try:
-            next(it)
-        except StopIteration:
-            steady += time.perf_counter() - t
-            break
-        if batches == 0:
-            first += time.perf_counter() - t
-        else:
-            steady += time.perf_counter() - t
-        batches += 1
-        time.sleep(0.01)  # the training step
+    mine = timed_epoch(loader, 0.01)
     with open(log, "a") as f:
-        f.write(json.dumps({"arm": loader.persistent_workers, "epoch": epoch,
-                            "first": first, "steady": steady,
-                            "epoch_s": time.perf_counter() - began}) + "\\n")
+        f.write(json.dumps({"arm": loader.persistent_workers, "epoch": epoch, **mine}) + "\\n")
 """
 
 
@@ -93,6 +63,7 @@ def _compare(tmp_path: Path, *args: str, argv: tuple[str, ...] = ()) -> tuple[An
 
 def test_each_arms_data_wait_is_the_scripts_own(tmp_path: Path) -> None:
     _script(tmp_path, TIMED)
+    shutil.copy(TESTS / "lp_timed.py", tmp_path)
     log = tmp_path / "own.jsonl"
     # The script runs one epoch more than loaderprof keeps: each kept epoch is logged.
     run, report = _compare(tmp_path, "--epochs", "3", "--trials", "1", argv=(str(log), "4"))

@@ -4,73 +4,31 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Run, load, run_cli, watch_script
+from conftest import TESTS, Run, load, run_cli, watch_script
 
 pytestmark = pytest.mark.e2e
 
 # A training loop that times its own waits as NOTE [data wait] counts them (iter() and
-# each next(), the first batch apart) and its own steps (a sleep of known length),
-# and writes them beside itself. Its workers take 0.3 s to start (worker_init_fn), each
-# sample 5 ms to read; each step 20 ms.
+# each next(), the first batch apart) and its own steps (a sleep of known length) with
+# tests/lp_timed.py, and writes them beside itself. Its workers take 0.3 s to start
+# (worker_init_fn), each sample 5 ms to read; each step 20 ms.
 SCRIPT = """
-import json, sys, time
-import torch
-from torch.utils.data import DataLoader, Dataset
+import json, sys
+from torch.utils.data import DataLoader
+from lp_timed import Slow, start, timed_epoch
 
-STEP_S = 0.02
-
-
-class Slow(Dataset):
-    def __len__(self):
-        return 48
-
-    def __getitem__(self, i):
-        time.sleep(0.005)
-        return torch.full((4,), float(i))
-
-
-def start(worker_id):
-    time.sleep(0.3)
-
-
-def run(loader, epochs):
-    out = []
-    for _ in range(epochs):
-        began = time.perf_counter()
-        it = iter(loader)
-        first = time.perf_counter() - began
-        steady = step = 0.0
-        batches = 0
-        while True:
-            t = time.perf_counter()
-            try:
-                next(it)
-            except StopIteration:
-                steady += time.perf_counter() - t
-                break
-            if batches == 0:
-                first += time.perf_counter() - t
-            else:
-                steady += time.perf_counter() - t
-            batches += 1
-            t = time.perf_counter()
-            time.sleep(STEP_S)
-            step += time.perf_counter() - t
-        out.append({"epoch_s": time.perf_counter() - began, "first": first,
-                    "steady": steady, "step": step})
-    return out
-
-
-kept = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=True,
+kept = DataLoader(Slow(0.005), batch_size=4, num_workers=2, persistent_workers=True,
                   worker_init_fn=start)
-fresh = DataLoader(Slow(), batch_size=4, num_workers=2, persistent_workers=False,
+fresh = DataLoader(Slow(0.005), batch_size=4, num_workers=2, persistent_workers=False,
                    worker_init_fn=start)
-mine = {"kept": run(kept, 3), "fresh": run(fresh, 3)}
+mine = {name: [timed_epoch(loader, 0.02) for _ in range(3)]
+        for name, loader in (("kept", kept), ("fresh", fresh))}
 with open(sys.argv[1], "w") as f:
     json.dump(mine, f)
 """
@@ -81,6 +39,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, dict[str, An
     """One watched run of SCRIPT: its console run, the watch report, the script's own."""
     tmp = tmp_path_factory.mktemp("wait")
     own = tmp / "own.json"
+    shutil.copy(TESTS / "lp_timed.py", tmp)
     run, report = watch_script(tmp, SCRIPT, argv=[str(own)])
     assert run.returncode == 0, run.stderr
     return run, report, json.loads(own.read_text())
