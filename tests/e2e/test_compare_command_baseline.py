@@ -16,7 +16,11 @@ from conftest import Run, assert_nothing_left, run_cli
 pytestmark = pytest.mark.e2e
 
 # Its workers open a 0.2 s resource lazily (what persistence keeps), and the main
-# process sets `epoch` on the Dataset, which kept workers never see: stale state.
+# process sets `epoch` on the Dataset, which kept workers never see: stale state. Each
+# step sleeps 30 ms, so a busy runner's delays stretch a persistent epoch by a small
+# share: with 2 trials a side, the ratio's interval is a t-interval of about 1 degree of
+# freedom, too wide to tell (inconclusive) once two trials differ by 1.4×, as 10 ms steps
+# did beside another test process (0.156 s and 0.050 s).
 SCRIPT = """
 import sys, time
 from torch.utils.data import DataLoader
@@ -24,12 +28,12 @@ from torch.utils.data import DataLoader
 from loaderprof.examples import LazyResourceDataset
 
 if __name__ == "__main__":
-    ds = LazyResourceDataset(n=32, dim=4)
+    ds = LazyResourceDataset(n=48, dim=4)
     loader = DataLoader(ds, batch_size=8, num_workers=2)
     for epoch in range(int(sys.argv[1])):
         ds.epoch = epoch
         for batch in loader:
-            time.sleep(0.01)
+            time.sleep(0.03)
 """
 
 
