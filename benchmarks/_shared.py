@@ -1,5 +1,5 @@
-"""What the data-wait benchmarks share: the training script's Dataset and its own
-clock (written into each benchmark's script, which runs from a scratch folder), and
+"""What the data-wait benchmarks share: the head of the training script (its Dataset and
+its own clock, from loaderprof.examples; the script runs from a scratch folder), and
 how a ratio measured once per round is summed up and reported."""
 
 from __future__ import annotations
@@ -12,49 +12,16 @@ from pathlib import Path
 from typing import Any
 
 # A Dataset that opens a 0.2 s resource lazily in each worker and reads each sample
-# for 3 ms, and an epoch timed as NOTE [data wait] counts its waits: perf_counter()
-# around iter() and each next(), the first batch apart, a `step_s` sleep per batch.
+# for 3 ms, and the training loop's own clock for its waits, as NOTE [data wait] counts
+# them (`loaderprof.examples.timed_epoch`): the head of each benchmark's script.
 LAZY_TIMED_LOOP = """
-import json, os, sys, time
-import torch
-from torch.utils.data import DataLoader, Dataset
+import json, sys
+from torch.utils.data import DataLoader
+from loaderprof.examples import LazyResourceDataset, timed_epoch
 
 
-class Slow(Dataset):
-    def __init__(self, n=96):
-        self.n = n
-        self.pid = None
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        if self.pid != os.getpid():
-            time.sleep(0.2)  # a lazily opened resource, once per worker process
-            self.pid = os.getpid()
-        time.sleep(0.003)
-        return torch.full((16,), float(i))
-
-
-def epoch(it_of, step_s):
-    began = time.perf_counter()
-    it = it_of()
-    first = time.perf_counter() - began
-    steady, batches = 0.0, 0
-    while True:
-        t = time.perf_counter()
-        try:
-            next(it)
-        except StopIteration:
-            steady += time.perf_counter() - t
-            break
-        if batches == 0:
-            first += time.perf_counter() - t
-        else:
-            steady += time.perf_counter() - t
-        batches += 1
-        time.sleep(step_s)
-    return {"epoch_s": time.perf_counter() - began, "first_s": first, "steady_s": steady}
+def Slow(n=96):
+    return LazyResourceDataset(n=n, dim=16, read_ms=3)
 """
 
 

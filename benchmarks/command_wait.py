@@ -42,7 +42,7 @@ if __name__ == "__main__":
     log, epochs, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     loader = DataLoader(Slow(n), batch_size=8, num_workers=2)
     for k in range(epochs):
-        mine = epoch(lambda: iter(loader), 0.005)
+        mine = timed_epoch(loader, 0.005)
         row = {"persistent": loader.persistent_workers, "epoch": k, **mine}
         with open(log, "a") as f:
             f.write(json.dumps(row) + "\\n")

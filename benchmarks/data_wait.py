@@ -41,7 +41,7 @@ SCRIPT = (
 if __name__ == "__main__":
     persistent, epochs, out = sys.argv[1] == "on", int(sys.argv[2]), sys.argv[3]
     loader = DataLoader(Slow(), batch_size=8, num_workers=2, persistent_workers=persistent)
-    mine = [epoch(lambda: iter(loader), 0.005) for _ in range(epochs)]
+    mine = [timed_epoch(loader, 0.005) for _ in range(epochs)]
     with open(out, "w") as f:
         json.dump(mine, f)
 """

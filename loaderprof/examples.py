@@ -3,14 +3,15 @@
     loaderprof compare loaderprof.examples:LazyResourceDataset --epochs 5
 
 Each one's cost is known by construction, so what loaderprof reports about
-it can be checked against what it should find.
+it can be checked against what it should find; `timed_epoch` is a training loop's own
+clock for its waits, to set loaderprof's data-wait figures against.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
@@ -35,12 +36,16 @@ class LazyResourceDataset(Dataset[torch.Tensor]):
     """Opens an expensive resource (a database connection, an HDF5/LMDB file, a
     remote bucket client) lazily, on first use in each worker process: the
     common, recommended pattern. `open_cost_s` (default 0.2 s) is what opening
-    costs. Without persistence every epoch's fresh workers pay it again."""
+    costs. Without persistence every epoch's fresh workers pay it again. `read_ms`
+    (default 0) is what reading each sample costs after that."""
 
-    def __init__(self, n: int = 512, dim: int = 64, open_cost_s: float = 0.2) -> None:
+    def __init__(
+        self, n: int = 512, dim: int = 64, open_cost_s: float = 0.2, read_ms: float = 0.0
+    ) -> None:
         self.n = n
         self.dim = dim
         self.open_cost_s = open_cost_s
+        self.read_s = read_ms / 1000
         self._handle_pid: int | None = None
 
     def _ensure_open(self) -> None:
@@ -53,6 +58,8 @@ class LazyResourceDataset(Dataset[torch.Tensor]):
 
     def __getitem__(self, index: int) -> torch.Tensor:
         self._ensure_open()
+        if self.read_s:
+            time.sleep(self.read_s)
         return torch.full((self.dim,), float(index))
 
 
@@ -97,3 +104,37 @@ class ShardedStream(IterableDataset[torch.Tensor]):
         start, step = (0, 1) if info is None else (info.id, info.num_workers)
         for index in range(start, self.n, step):
             yield torch.full((self.dim,), float(index))
+
+
+def timed_epoch(loader: Iterable[object], step_s: float = 0.0) -> dict[str, float]:
+    """One epoch timed by the training loop's own clock, as NOTE [data wait] counts its
+    waits: `first_s` is iter() and the first next(), `steady_s` every later next() (the
+    StopIteration's included), `step_s` the training step (a sleep of `step_s`) after
+    each batch, `epoch_s` the whole, beside its `batches`."""
+    began = time.perf_counter()
+    it = iter(loader)
+    first = time.perf_counter() - began
+    steady = step = 0.0
+    batches = 0
+    while True:
+        t = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            steady += time.perf_counter() - t
+            break
+        if batches == 0:
+            first += time.perf_counter() - t
+        else:
+            steady += time.perf_counter() - t
+        batches += 1
+        t = time.perf_counter()
+        time.sleep(step_s)
+        step += time.perf_counter() - t
+    return {
+        "epoch_s": time.perf_counter() - began,
+        "first_s": first,
+        "steady_s": steady,
+        "step_s": step,
+        "batches": batches,
+    }

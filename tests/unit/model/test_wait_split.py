@@ -4,6 +4,7 @@ iterator of known waits (no processes)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -96,3 +97,51 @@ def test_the_median_epochs_parts_add_up_and_never_exceed_it() -> None:
     # The step's median (steps 0, 0.15 and 0 s) completes the epoch: 0.75 s.
     assert m.epoch_s == pytest.approx(0.75) == m.first_s + m.steady_s + m.step_s
     assert m.wait_share is not None and m.wait_share <= 1.0
+
+
+class _Clock:
+    """perf_counter and sleep on a fake clock that the loader below advances too."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+
+def test_the_scripts_own_clock_splits_an_epoch_as_the_note_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`examples.timed_epoch`, the clock the e2e tests and benchmarks set loaderprof's
+    data wait against: the first batch's wait, the later ones' (the StopIteration's
+    included), and the steps, apart."""
+    from loaderprof import examples
+
+    clock = _Clock()
+    monkeypatch.setattr(examples, "time", clock)
+
+    def batches() -> Iterator[int]:
+        clock.sleep(0.3)  # a fresh pool starting
+        yield 0
+        for i in range(1, 4):
+            clock.sleep(0.05)
+            yield i
+        clock.sleep(0.01)  # the StopIteration's own wait
+
+    got = examples.timed_epoch(_Once(batches), step_s=0.02)
+    assert got["batches"] == 4
+    assert got["first_s"] == pytest.approx(0.3)
+    assert got["steady_s"] == pytest.approx(3 * 0.05 + 0.01)
+    assert got["step_s"] == pytest.approx(4 * 0.02)
+    assert got["epoch_s"] == pytest.approx(0.3 + 0.16 + 0.08)
+
+
+class _Once:
+    def __init__(self, make: Callable[[], Iterator[int]]) -> None:
+        self.make = make
+
+    def __iter__(self) -> Iterator[int]:
+        return self.make()
