@@ -1,6 +1,6 @@
 """Does the adaptive plan (--trials auto) reach the fixed plan's verdict sooner?
 
-NOTE [sequential looks]: on each bundled example, side by side in one run, run
+See NOTE [sequential looks]. On each bundled example, side by side in one run, run
 `compare` with the default adaptive plan and with a fixed plan of --fixed
 trials per arm, alternating which goes first. Reports both walls, their ratio,
 the trials each ran, both verdicts and whether they agree.

@@ -1,6 +1,6 @@
 """Do `compare -- COMMAND --baseline` gates cry wolf, and do they catch a regression?
 
-NOTE [command baseline]: side by side in one run, each round saves a baseline of a
+See NOTE [command baseline]. Side by side in one run, each round saves a baseline of a
 training script (a plain loop whose 2 workers open a 0.2 s resource lazily, a 10 ms
 training step per batch) with `--save-baseline`, then runs, in an order that
 alternates between rounds, the same script unchanged and the script with its

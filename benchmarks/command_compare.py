@@ -1,6 +1,6 @@
 """Is `compare -- COMMAND` right about the user's own clock, and what does it cost?
 
-NOTE [command arms]: side by side in one run, each round runs a training script
+See NOTE [command arms]. Side by side in one run, each round runs a training script
 (a plain loop whose workers open a 0.2 s resource lazily, a 10 ms training step per
 batch) bare, without loaderprof, with persistence on and off (A B B A, the script's
 own flag), and `loaderprof compare --trials T --epochs E -- python script.py`, the

@@ -1,6 +1,6 @@
 """What does compare's adaptive plan cost and decide on `compare -- COMMAND`?
 
-NOTE [command arms]: side by side in one run, each round runs `loaderprof compare
+See NOTE [command arms]. Side by side in one run, each round runs `loaderprof compare
 -- python script.py` on command_compare.py's script (a plain loop whose workers open
 a 0.2 s resource lazily, a 10 ms training step per batch) twice: with the default
 plan (`--trials auto`: compare's looks at 2, 3, 4, 6 trials per arm, stopping at the

@@ -3,8 +3,8 @@
 Measured side by side in one run, in interleaved rounds, on this machine:
 
 1. Sampler observer effect: median steady epoch of the timing trials with the
-   parent's sampler on (--sample-interval, default 50 ms; NOTE [timing and memory
-   trials]: held still while timed epochs run) ÷ with it off (0), per arm, and
+   parent's sampler on (--sample-interval, default 50 ms; held still while timed
+   epochs run, see NOTE [timing and memory trials]) ÷ with it off (0), per arm, and
    the sampler's duty cycle in timing and in memory trials.
 2. Probe effect: loaderprof's measured steady epoch with sampling off ÷ the same
    DataLoader timed by a plain loop with no probes, in a fresh interpreter.

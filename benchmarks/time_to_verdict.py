@@ -1,6 +1,6 @@
 """How long does a verdict take, and does --max-batches give the same one?
 
-NOTE [short epochs]: on a Dataset with long epochs and a known start-up cost, run
+See NOTE [short epochs]. On a Dataset with long epochs and a known start-up cost, run
 `compare` twice, side by side in one run: with full epochs, and with epochs cut
 to --max-batches and projected to full length. Reports each run's wall, the
 ratio of the walls, both verdicts, and the full and projected steady epochs.

@@ -19,7 +19,7 @@ FINDINGS = str(TESTS / "lp_findings.py")
 @pytest.mark.parametrize(
     ("dataset", "expected", "severity", "epochs"),
     [
-        # NOTE [growth to tell]: a warning needs growth still rising over 10 epochs.
+        # See NOTE [growth to tell]. A warning needs growth still rising over 10 epochs.
         ("LeakyFiles", "leaked-files", "warning", 10),
         ("GrowingCache", "memory-grows-every-epoch", "warning", 10),
         ("PythonObjects", "copy-on-read", "warning", 5),

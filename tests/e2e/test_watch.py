@@ -351,7 +351,7 @@ def test_a_persistent_pool_growing_and_leaking_files_every_epoch(tmp_path: Path)
     (leak,) = [f for f in report["findings"] if f["id"] == "leaked-files"]
     series = leak["evidence"]["files_by_epoch"]
     assert series == sorted(series) and series[-1] - series[0] >= 2 * (len(series) - 1)
-    # NOTE [growth to tell]: 4 epochs are too few to tell a leak from a cache that
+    # See NOTE [growth to tell]. 4 epochs are too few to tell a leak from a cache that
     # fills, by the rule compare uses: found, at info, saying how many would tell.
     for f in (finding, leak):
         assert (f["severity"], f["evidence"]["trend"]) == ("info", "too-few"), f

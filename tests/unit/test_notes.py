@@ -1,6 +1,7 @@
 """Each NOTE [name] is written once and pointed to everywhere else (torch/utils/data's
 convention): its home is the one place that opens it with a colon, "NOTE [name]: why...",
-and every other mention is a pointer, "see NOTE [name]", without one."""
+and every other mention is a pointer, "see NOTE [name]", without one. The package is
+where notes live; the tests, benchmarks, JSON Schemas and README only point to them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 import loaderprof
 
 PACKAGE = Path(loaderprof.__file__).parent
+ROOT = PACKAGE.parent
 # A name may wrap onto the next comment line: "NOTE [sampled\n    # pauses]".
 _NOTE = re.compile(r"NOTE(?:\s|#)+\[([^\]]+)\](:?)")
 
@@ -27,11 +31,20 @@ def notes(texts: dict[str, str]) -> tuple[dict[str, list[str]], dict[str, list[s
     return homes, pointers
 
 
+def _read(paths: list[Path]) -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted(paths)}
+
+
 def _package() -> dict[str, str]:
-    return {
-        str(p.relative_to(PACKAGE.parent)): p.read_text(encoding="utf-8")
-        for p in sorted(PACKAGE.rglob("*.py"))
-    }
+    return _read(list(PACKAGE.rglob("*.py")))
+
+
+def _pointing() -> dict[str, str]:
+    """Everything else in the checkout that may mention a note (this file's examples aside)."""
+    paths = [*PACKAGE.joinpath("schemas").glob("*.json"), ROOT / "README.md"]
+    for folder in ("tests", "benchmarks"):
+        paths += [p for p in (ROOT / folder).rglob("*.py") if p != Path(__file__)]
+    return _read([p for p in paths if p.exists()])
 
 
 def test_every_note_has_exactly_one_home() -> None:
@@ -40,6 +53,16 @@ def test_every_note_has_exactly_one_home() -> None:
     homeless = {name: where for name, where in pointers.items() if name not in homes}
     assert twice == {}, "a NOTE opened in more than one place; point to one of them"
     assert homeless == {}, "a NOTE pointed to but written nowhere"
+
+
+def test_tests_benchmarks_schemas_and_readme_only_point_to_notes() -> None:
+    if not (ROOT / "tests").is_dir():
+        pytest.skip("an installed package: the checkout's other folders are not here")
+    package_homes, _ = notes(_package())
+    homes, pointers = notes(_pointing())
+    assert dict(homes) == {}, "a NOTE opened outside the package; point to its home there"
+    homeless = {name: where for name, where in pointers.items() if name not in package_homes}
+    assert homeless == {}, "a NOTE pointed to but written nowhere in the package"
 
 
 def test_the_check_sees_a_second_home_and_a_dangling_pointer() -> None:

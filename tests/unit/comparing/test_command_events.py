@@ -124,7 +124,7 @@ def test_one_trial_per_arm_earns_no_interval() -> None:
 
 
 def test_under_torchrun_each_epoch_is_the_slowest_ranks() -> None:
-    # NOTE [ranks in a command]: two ranks build the loader at one line; rank 1's
+    # See NOTE [ranks in a command]. Two ranks build the loader at one line; rank 1's
     # second epoch is the slow one, and it has ended one epoch fewer so far.
     trace = CommandTrace(0)
     trace.feed([_created("1.1", "t.py:9", 1.0, rank=0), _created("2.1", "t.py:9", 1.0, rank=1)])

@@ -26,7 +26,7 @@ def test_the_arm_switches_persistence_and_the_cut(
     assert hook._force_persistence(user, "train.py:3") is False
     assert user.persistent_workers is True and user.__dict__["_lp_cut"] == 16
     # A framework's rebuild copies the arm's value; what the script asked is its
-    # origin's (NOTE [framework rebuilds]: tests/e2e/test_hf_trainer.py).
+    # origin's (see NOTE [framework rebuilds], and tests/e2e/test_hf_trainer.py).
     # A loader without workers, or off the chosen site, is left as the script built it.
     none = DataLoader(data, batch_size=2)
     assert hook._force_persistence(none, "train.py:5") is False

@@ -235,7 +235,7 @@ def test_a_pid_is_the_commands_only_with_the_start_it_was_seen_with() -> None:
 
 
 def test_growth_to_tell_needs_enough_epochs_still_rising() -> None:
-    """NOTE [growth to tell]: litdata's pattern (3 files more after each epoch until every
+    """See NOTE [growth to tell]. Litdata's pattern (3 files more after each epoch until every
     chunk is open, then flat) looks like a leak over 4 epochs; over 12 it has levelled
     off. A leak still rises in the last third of 10 epochs."""
     from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL, growth_trend
