@@ -1,5 +1,6 @@
 """The README's pointers into the repository stay true: every test, benchmark and
-module file it names exists (a moved file would leave the manual pointing nowhere)."""
+module file it names exists (a moved file would leave the manual pointing nowhere), and
+its Architecture tree names every module the package has."""
 
 from __future__ import annotations
 

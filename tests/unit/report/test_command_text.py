@@ -5,10 +5,9 @@ LOADERPROF_UPDATE_GOLDEN=1 after checking it by eye), no line past the width."""
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 
 import pytest
+from golden_text import GOLDEN, check_golden
 
 from loaderprof.analysis.gates import parse_command_gate, parse_gate
 from loaderprof.comparing.command import CommandPlan, summarise
@@ -17,7 +16,6 @@ from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import BaselineInfo, Finding
 from loaderprof.report.command_text import render
 
-GOLDEN = Path(__file__).parent / "golden"
 SITE = "/home/someone/projects/a-rather-long-project-name/training/scripts/train_resnet.py:142"
 MAIN = MainLoader(SITE, 4, False, True, 1, 5)
 COMMAND = ("python", "training/scripts/train_resnet.py", "--config", "configs/resnet50.yaml")
@@ -146,11 +144,7 @@ def test_the_command_screen_fits_and_matches_its_golden_text(name: str, width: i
     text = render(_reports()[name], width=width)
     assert max(len(line) for line in text.splitlines()) <= width
     path = GOLDEN / f"command_{name}_{width}.txt"
-    if os.environ.get("LOADERPROF_UPDATE_GOLDEN"):
-        old = path.read_text() if path.exists() else None
-        path.write_text(text)
-        pytest.skip(f"{path.name} {'unchanged' if old == text else 'rewritten'}: review it")
-    assert text == path.read_text()
+    check_golden(path, text)
 
 
 def test_every_figure_printed_is_the_reports() -> None:

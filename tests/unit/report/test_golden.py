@@ -5,10 +5,8 @@ it by eye."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+from golden_text import GOLDEN, check_golden
 from rich.console import Console
 
 import loaderprof
@@ -16,7 +14,6 @@ from fakes import FakeRunner
 from loaderprof.model.results import Report
 from loaderprof.report.console import render
 
-GOLDEN = Path(__file__).parent / "golden"
 DATASET = "loaderprof.examples:CheapDataset"
 
 
@@ -44,21 +41,11 @@ def _text(report: Report, width: int, verbose: bool = False) -> str:
     return "\n".join(line.rstrip() for line in console.export_text().splitlines()) + "\n"
 
 
-def _check_golden(path: Path, text: str) -> None:
-    """A rewrite is reported as a skip, never a pass: comparing the file just written
-    with itself would pass whatever the text was."""
-    if os.environ.get("LOADERPROF_UPDATE_GOLDEN"):
-        old = path.read_text() if path.exists() else None
-        path.write_text(text)
-        pytest.skip(f"{path.name} {'unchanged' if old == text else 'rewritten'}: review the diff")
-    assert text == path.read_text()
-
-
 @pytest.mark.parametrize("width", [80, 120])
 def test_compare_output_matches_the_golden_text(width: int) -> None:
     text = _text(_report(), width)
     path = GOLDEN / f"compare_{width}.txt"
-    _check_golden(path, text)
+    check_golden(path, text)
 
 
 def test_the_brief_output_fits_one_80_by_40_screen_without_wrapped_cells() -> None:
@@ -75,7 +62,7 @@ def test_the_brief_output_fits_one_80_by_40_screen_without_wrapped_cells() -> No
 
 
 def _golden(name: str, text: str) -> None:
-    _check_golden(GOLDEN / name, text)
+    check_golden(GOLDEN / name, text)
 
 
 def _print(renderable: object, width: int) -> str:

@@ -4,16 +4,14 @@ after checking it by eye), no line past the width and no cell cut short."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from golden_text import GOLDEN, check_golden
 from rich.console import Console, RenderableType
 from screens_data import screens
 
-GOLDEN = Path(__file__).parent / "golden"
 # rich's mark for a cell it cut, right after what it kept ("fir…"); a spaced "…" is
 # the screen's own ("0 … 6.50 s", "…+3" more PIDs).
 _CUT = re.compile(r"\S…")
@@ -54,11 +52,7 @@ def test_every_screen_fits_and_matches_its_golden_text(
     cut = [line for line in text.splitlines() if _CUT.search(line)]
     assert not cut, f"cells cut short at {width} columns: {cut}"
     path = GOLDEN / f"screen_{name}_{width}.txt"
-    if os.environ.get("LOADERPROF_UPDATE_GOLDEN"):
-        old = path.read_text() if path.exists() else None
-        path.write_text(text)
-        pytest.skip(f"{path.name} {'unchanged' if old == text else 'rewritten'}: review it")
-    assert text == path.read_text()
+    check_golden(path, text)
 
 
 def test_a_row_without_a_figure_shows_no_unit() -> None:

@@ -7,15 +7,13 @@ real CLI once. No headless browser is assumed: the page is checked as markup.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from html_page import Page, check_self_contained
 
 import loaderprof
-from conftest import run_cli
 from fakes import FakeRunner
 from loaderprof.model.results import Finding, Report
 from loaderprof.report import html as html_mod
@@ -26,43 +24,6 @@ from loaderprof.report.rows import summary_rows
 DATASET = "loaderprof.examples:CheapDataset"
 # Markup in every string a user or a run controls: none of it may reach the page raw.
 HOSTILE = "<b>&amp; <script>alert(1)</script>"
-# Elements that never close (HTML void elements).
-VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}
-
-
-class Page(HTMLParser):
-    """Tags, attributes and text of a page; fails on a tag closed out of order."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.stack: list[str] = []
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-        self.feed(text)
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        if tag not in VOID:
-            self.stack.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_endtag(self, tag: str) -> None:
-        assert self.stack, f"</{tag}> closes nothing"
-        assert self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1]}>"
-        self.stack.pop()
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-    @property
-    def words(self) -> str:
-        return " ".join(" ".join(self.text).split())
-
-    def named(self, tag: str) -> list[dict[str, str | None]]:
-        return [attrs for t, attrs in self.tags if t == tag]
 
 
 def _report() -> Report:
@@ -94,24 +55,8 @@ def page(report: Report) -> str:
     return render_html(report)
 
 
-def _check_self_contained(text: str) -> Page:
-    parsed = Page(text)
-    assert parsed.stack == [], f"unclosed: {parsed.stack}"
-    assert text.startswith("<!DOCTYPE html>")
-    # Nothing to fetch: no script at all, no external stylesheet, frame, image or object.
-    for tag in ("script", "link", "iframe", "img", "object", "embed"):
-        assert not parsed.named(tag), tag
-    for tag, attrs in parsed.tags:
-        for key in ("src", "href", "xlink:href", "action"):
-            value = (attrs.get(key) or "").strip().lower()
-            assert not value.startswith(("http:", "https:", "//")), (tag, key, value)
-    assert "http://" not in text and "https://" not in text
-    assert "@import" not in text
-    return parsed
-
-
 def test_the_page_is_well_formed_self_contained_and_has_the_figure(page: str) -> None:
-    parsed = _check_self_contained(page)
+    parsed = check_self_contained(page)
     svgs = parsed.named("svg")
     assert len(svgs) == 1
     # The --plot figure itself (matplotlib's), not the fallback: its axes are there.
@@ -150,7 +95,7 @@ def test_without_matplotlib_the_page_draws_its_own_figure(
     report: Report, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(html_mod, "_has_matplotlib", lambda: False)
-    parsed = _check_self_contained(render_html(report))
+    parsed = check_self_contained(render_html(report))
     assert len(parsed.named("svg")) == 1
     # One bar per epoch and arm (the median wall over its trials), and a legend swatch each.
     bars = [a for a in parsed.named("rect") if "height" in a and a.get("y") != "10"]
@@ -172,7 +117,7 @@ def test_report_and_diff_write_it_and_an_unwritable_path_is_one_line(
     saved.write_text(to_json(report))
     out = tmp_path / "r.html"
     assert _run(["report", str(saved), "--html", str(out)], debug=False) == 0
-    assert _check_self_contained(out.read_text()).named("svg")
+    assert check_self_contained(out.read_text()).named("svg")
     diffed = tmp_path / "d.html"
     assert _run(["diff", str(saved), str(saved), "--html", str(diffed)], debug=False) == 0
     assert "Per-epoch detail" in diffed.read_text()
@@ -193,28 +138,3 @@ def test_a_sweep_report_refuses_html(tmp_path: Path, capsys: pytest.CaptureFixtu
     saved.write_text(json.dumps(json.loads(to_json(sweep))))
     assert _run(["report", str(saved), "--html", str(tmp_path / "s.html")], debug=False) == 2
     assert "(not --html)" in capsys.readouterr().err
-
-
-@pytest.mark.e2e
-def test_compare_writes_a_page_with_its_figure(tmp_path: Path) -> None:
-    out = tmp_path / "report.html"
-    run = run_cli(
-        "compare",
-        DATASET,
-        "--epochs",
-        "2",
-        "--trials",
-        "1",
-        "--num-workers",
-        "1",
-        "--html",
-        str(out),
-    )
-    assert run.returncode == 0, run.stderr
-    page = out.read_text()
-    parsed = _check_self_contained(page)
-    assert len(parsed.named("svg")) == 1
-    # The --plot figure where matplotlib is installed, else the page's own bars.
-    drawn = "figure_1" if importlib.util.find_spec("matplotlib") else "matplotlib is not"
-    assert drawn in page
-    assert "Verdict" in parsed.words and "Per-epoch detail" in parsed.words

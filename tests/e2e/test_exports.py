@@ -1,25 +1,51 @@
-"""Trace and plot exports, the terminal lifeline, and the probes' transparency."""
+"""The exports of a real compare, through the CLI: --html, --plot, --trace, and the
+terminal lifeline, read from the report a real run wrote."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from torch.utils.data._utils.collate import default_collate
+from html_page import check_self_contained
 
 from conftest import Run, run_cli
-from loaderprof.errors import UsageError
-from loaderprof.inside.probe import CollateProbe, IndexProbe, index_probe
 from loaderprof.model.codec import from_dict
 from loaderprof.model.results import Report
 from loaderprof.report import plot as plot_mod
 from loaderprof.report.console import lifeline_rows
 from loaderprof.report.trace import to_trace
+
+DATASET = "loaderprof.examples:CheapDataset"
+
+
+@pytest.mark.e2e
+def test_compare_writes_a_page_with_its_figure(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    run = run_cli(
+        "compare",
+        DATASET,
+        "--epochs",
+        "2",
+        "--trials",
+        "1",
+        "--num-workers",
+        "1",
+        "--html",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr
+    page = out.read_text()
+    parsed = check_self_contained(page)
+    assert len(parsed.named("svg")) == 1
+    # The --plot figure where matplotlib is installed, else the page's own bars.
+    drawn = "figure_1" if importlib.util.find_spec("matplotlib") else "matplotlib is not"
+    assert drawn in page
+    assert "Verdict" in parsed.words and "Per-epoch detail" in parsed.words
 
 
 # Tests of the real report from `lazy_report` (a CLI run) are e2e; the rest are pure.
@@ -124,13 +150,6 @@ def test_plot_renders_full_failed_and_unsampled(report: Report, tmp_path: Path) 
     assert _png(tmp_path / "nosample.png")
 
 
-def test_plot_without_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The one thing not made real here: an environment without matplotlib.
-    monkeypatch.setattr(plot_mod.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(UsageError, match=r"pip install 'loaderprof\[plot\]'"):
-        plot_mod.require_matplotlib()
-
-
 @pytest.mark.e2e
 def test_terminal_lifelines(report: Report) -> None:
     rows = lifeline_rows(report)
@@ -138,35 +157,6 @@ def test_terminal_lifelines(report: Report) -> None:
     fresh = [r for r in rows if r[0] == "non-persistent"]
     assert [r[2] for r in persistent] == ["●━━━━"] * 2
     assert [r[2] for r in fresh] == ["●●●●●"] * 2
-
-
-def test_probes_return_the_users_results_untouched(tmp_path: Path) -> None:
-    events = str(tmp_path / "ev.jsonl")
-    samples = [torch.arange(3), torch.arange(3) + 1]
-    sentinel = object()
-    assert CollateProbe(events, lambda batch: sentinel, True)(samples) is sentinel
-    for digests in (False, True):
-        out = CollateProbe(events, default_collate, True, digests=digests)(samples)
-        assert torch.equal(out, default_collate(samples))
-    lines = (tmp_path / "ev.jsonl").read_text().splitlines()
-    assert len(lines) == 3 and all(json.loads(ln)["n"] == 2 for ln in lines)
-
-    class DS:
-        def __init__(self) -> None:
-            self.handle: str | None = None
-
-        def __len__(self) -> int:
-            return 2
-
-        def __getitem__(self, i: int) -> int:
-            return i * 10
-
-    inner = DS()
-    wrapped = index_probe(inner, events)
-    assert isinstance(wrapped, IndexProbe) and not hasattr(wrapped, "__getitems__")
-    assert wrapped[1] == 10 and len(wrapped) == 2
-    wrapped.handle = "opened in worker_init_fn"  # reaches the user's dataset
-    assert inner.handle == "opened in worker_init_fn"
 
 
 @pytest.mark.e2e
