@@ -36,6 +36,7 @@ from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
 from loaderprof.config.run import AUTO, RunConfig, check_epochs
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
 from loaderprof.measure import contention
@@ -50,6 +51,7 @@ from loaderprof.model.command import (
     CommandTrial,
     SavingEstimate,
 )
+from loaderprof.model.environment import SCHEMA_VERSION
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import BaselineInfo, Finding, Verdict
 from loaderprof.model.units import plural
@@ -149,7 +151,7 @@ class CommandRunner:
                 proc, trace, EventReader(path), ProcessTree(proc.pid, sampler)
             )
             t_end = time.monotonic_ns()
-            wall = (t_end - trace.t0) / 1e9
+            wall = (t_end - trace.t0) / NS
             done = trace.epochs_done()
             # Ended by itself: its own failure whenever it failed, and too short to
             # compare with fewer than two epochs (a cold one and a steady one).
@@ -473,7 +475,7 @@ def summarise(
     cut = plan.max_batches
     report = CommandReport(
         kind="compare-command",
-        schema_version=1,
+        schema_version=SCHEMA_VERSION,
         command=plan.command,
         epochs=plan.epochs,
         loader_site=plan.loader_site,

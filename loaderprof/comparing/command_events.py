@@ -8,12 +8,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.hook import same_site
 from loaderprof.inside.waits import wait_split
 from loaderprof.model.command import CommandEpoch, MainLoader
-
-NS = 1_000_000_000
 
 
 @dataclass

@@ -15,10 +15,9 @@ from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.runner import TrialRunner
-from loaderprof.model.environment import environment
+from loaderprof.model.environment import SCHEMA_VERSION, environment
 from loaderprof.model.results import (
     ARMS,
-    SCHEMA_VERSION,
     ArmResult,
     Comparison,
     PlanOutcome,

@@ -24,9 +24,8 @@ from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.events import Ev
 from loaderprof.measure.runner import TrialRunner, TrialSlot
-from loaderprof.model.environment import environment
+from loaderprof.model.environment import SCHEMA_VERSION, environment
 from loaderprof.model.results import (
-    SCHEMA_VERSION,
     SweepPointResult,
     SweepRecommendation,
     SweepReport,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import time
 
+# Nanoseconds in a second: every event and sample is stamped with time.monotonic_ns().
+NS = 1_000_000_000
+
 
 def process_start_ns(pid: int) -> int | None:
     """When `pid` started, as a `time.monotonic_ns()` value (Linux; else None).
@@ -23,4 +26,4 @@ def process_start_ns(pid: int) -> int | None:
         boot_minus_mono = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns()
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    return ticks * 1_000_000_000 // hz - boot_minus_mono
+    return ticks * NS // hz - boot_minus_mono

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loaderprof.inside import events
-from loaderprof.inside.clock import process_start_ns
+from loaderprof.inside.clock import NS, process_start_ns
 from loaderprof.inside.events import Ev
 
 # The worker id of this process, set by the init probe (None outside workers).
@@ -296,7 +296,7 @@ def _thread_demand() -> dict[int, tuple[int, int, int]]:
         except (OSError, ValueError):
             continue
     if not out:
-        tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+        tick_ns = NS // os.sysconf("SC_CLK_TCK")
         return {tid: (ticks * tick_ns, 0, 0) for tid, ticks in _thread_cpu().items()}
     return out
 

@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.waits import wait_split
 from loaderprof.measure.memory import (
@@ -46,8 +47,6 @@ from loaderprof.model.trials import (
     WallParts,
     WorkerResult,
 )
-
-NS = 1e9
 
 
 def assemble_trial(

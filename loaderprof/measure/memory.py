@@ -9,12 +9,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import TrialMemory, WorkerState
 
-NS = 1e9
 ByKind = Mapping[str, list[Mapping[str, Any]]]
 
 

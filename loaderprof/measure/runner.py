@@ -28,6 +28,7 @@ from loaderprof.config.refs import ObjectRef
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import INTERRUPTS, Interrupted
 from loaderprof.inside import procfs
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
 from loaderprof.measure.assemble import assemble_trial
@@ -375,7 +376,7 @@ def _result(
     )
     stats = None
     if sampler is not None:
-        wall = (watch.t_end - watch.t0) / 1e9
+        wall = (watch.t_end - watch.t0) / NS
         stats = SamplerStats(
             interval_s=sampler.interval_s,
             ticks=sampler.ticks,
@@ -536,7 +537,7 @@ def _stalled_worker(
         return None
     pid = min(last, key=lambda p: last[p])
     end = now_ns if now_ns is not None else max(ev["t"] for ev in events)
-    idle = (end - last[pid]) / 1e9
+    idle = (end - last[pid]) / NS
     produced = any(
         ev["ev"] == Ev.BATCH and ev["pid"] == pid and ev["t"] >= epoch_start for ev in events
     )

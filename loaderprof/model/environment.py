@@ -14,6 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# Every report kind's version (compare, sweep, compare -- COMMAND, watch, watch --pid):
+# one reader, report/json_report.read_report, refuses a newer one.
+SCHEMA_VERSION = 1
+
 
 @dataclass(frozen=True)
 class ReportHead:

@@ -19,7 +19,6 @@ from loaderprof.model.environment import ReportHead
 from loaderprof.model.metrics import Ratio, Stat
 from loaderprof.model.trials import TrialError, TrialResult
 
-SCHEMA_VERSION = 1
 ARMS = ("persistent", "non_persistent")
 # How every reporter names the arms.
 ARM_LABEL = {"persistent": "persistent", "non_persistent": "non-persistent"}

@@ -30,32 +30,37 @@ def _sign(n: float, signed: bool) -> str:
     return "−" if n < 0 else ""
 
 
+# The units every figure is shown in, one table each, for the formatters below and
+# for a table's column that shows all its figures in one unit (report/console.unit_of).
+TIME_UNITS = ((1e-3, "µs", 1e6), (1.0, "ms", 1e3), (120.0, "s", 1.0), (math.inf, "min", 1 / 60))
+BYTE_UNITS = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
+_TIME_DIGITS = {"µs": 0, "ms": 1, "s": 2, "min": 1}
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """The unit `seconds` (≥ 0) reads best in, and the factor from seconds to it."""
+    return next((name, k) for limit, name, k in TIME_UNITS if seconds < limit)
+
+
+def byte_unit(n: float) -> tuple[str, int]:
+    """The largest unit `n` bytes (≥ 0) fills at least one of, and its size in bytes."""
+    return next(((name, b) for name, b in reversed(BYTE_UNITS) if n >= b), BYTE_UNITS[0])
+
+
 def fmt_bytes(n: float | None, *, signed: bool = False) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "–"
-    sign = _sign(n, signed)
     value = abs(float(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{sign}{value:.0f} B"
-            return f"{sign}{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+    name, size = byte_unit(value)
+    return f"{_sign(n, signed)}{value / size:.{0 if size == 1 else 1}f} {name}"
 
 
 def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
     if s is None or math.isnan(s):
         return "–"
-    sign = _sign(s, signed)
     value = abs(s)
-    if value < 1e-3:
-        return f"{sign}{value * 1e6:.0f} µs"
-    if value < 1:
-        return f"{sign}{value * 1e3:.1f} ms"
-    if value < 120:
-        return f"{sign}{value:.2f} s"
-    return f"{sign}{value / 60:.1f} min"
+    name, k = time_unit(value)
+    return f"{_sign(s, signed)}{value * k:.{_TIME_DIGITS[name]}f} {name}"
 
 
 def fmt_ratio(v: float) -> str:

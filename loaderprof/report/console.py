@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from rich.text import Text
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
+from loaderprof.model.units import byte_unit, fmt_bytes, fmt_seconds, plural, time_unit
 from loaderprof.report.datawait import COMPARE_HEAD, compare_wait_rows
 from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (
@@ -193,8 +192,6 @@ def _warnings(report: Report, verbose: bool) -> list[RenderableType]:
 # the spread in the same unit), the lifelines in a line per arm, the verdict, the
 # findings without their evidence, and at most three warnings. -v prints it all.
 BRIEF_WARNINGS = 3
-_TIME_UNITS = ((1e-3, "µs", 1e6), (1.0, "ms", 1e3), (120.0, "s", 1.0), (math.inf, "min", 1 / 60))
-_BYTE_UNITS = (("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40))
 
 
 def _row_unit(row: SummaryRow) -> tuple[str, float]:
@@ -206,9 +203,9 @@ def unit_of(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
     values = [abs(v) for st in stats if st is not None for v in (st.median, st.iqr / 2)]
     top = max(values, default=0.0)
     if kind == "time":
-        return next((name, k) for limit, name, k in _TIME_UNITS if top < limit)
+        return time_unit(top)
     if kind == "bytes":
-        name, size = next(((n, b) for n, b in reversed(_BYTE_UNITS) if top >= b), _BYTE_UNITS[0])
+        name, size = byte_unit(top)
         return name, 1 / size
     return ("k/s", 1e-3) if top >= 10_000 else ("/s", 1.0)
 

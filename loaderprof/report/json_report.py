@@ -11,7 +11,8 @@ from loaderprof.errors import UsageError
 from loaderprof.model.attached import AttachReport
 from loaderprof.model.codec import from_dict, to_dict
 from loaderprof.model.command import CommandReport
-from loaderprof.model.results import SCHEMA_VERSION, Report, SweepReport
+from loaderprof.model.environment import SCHEMA_VERSION
+from loaderprof.model.results import Report, SweepReport
 from loaderprof.model.watch import WatchReport
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ from loaderprof.model.results import ARM_LABEL, Report
 from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_rows, watch_wait_line
-from loaderprof.report.rows import caption, loader_text, plan_text, summary_rows
+from loaderprof.report.rows import LOADER_REUSED, caption, loader_text, plan_text, summary_rows
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
 _VERDICT = {"enable": "✅ enable", "keep_off": "⛔ keep off", "neutral": "➖ neutral"}
@@ -102,7 +102,7 @@ def watch_markdown(report: WatchReport) -> str:
     for ld in report.loaders:
         steady = fmt_seconds(ld.steady_epoch_s.median) if ld.steady_epoch_s else "–"
         peak = fmt_bytes(ld.peak_worker_uss_bytes) if ld.peak_worker_uss_bytes else "–"
-        reused = {True: "yes", False: "no", None: "–"}[ld.workers_reused]
+        reused = LOADER_REUSED[ld.workers_reused]
         lines.append(
             f"| {ld.id} | `{ld.site}` | {ld.num_workers} | "
             f"{'yes' if ld.persistent_workers else 'no'} | {len(ld.epochs)} | {reused} | "

@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 REUSED = {True: "yes", False: "no", None: "unclear"}
+# A watched loader's: None there is nothing to reuse (no workers, or one epoch).
+LOADER_REUSED = {True: "yes", False: "no", None: "–"}
 ARM_SHORT = {"persistent": "persist.", "non_persistent": "non-pers."}
 # Each arm's colour in every figure (the plot, the HTML page).
 ARM_COLOR = {"persistent": "#2a9d8f", "non_persistent": "#e76f51"}

@@ -12,8 +12,8 @@ from loaderprof.model.units import fmt_pct, fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
 from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
+from loaderprof.report.rows import LOADER_REUSED
 
-_REUSED = {True: "yes", False: "no", None: "–"}
 _TORCH = "torch.utils.data.dataloader.DataLoader"
 # The brief tables' look (NOTE [one screen]): no side borders, so figures have the room.
 _PLAIN = {"header_style": "bold", "box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False}
@@ -78,7 +78,7 @@ def loaders_table(report: WatchReport) -> RenderableType:
             ld.id if ld.cls == _TORCH else f"{ld.id} {ld.cls.rsplit('.', 1)[-1]}",
             _settings(ld),
             epochs,
-            _REUSED[ld.workers_reused],
+            LOADER_REUSED[ld.workers_reused],
             _figure(up, s_k),
             _figure(ld.peak_worker_uss_bytes or None, b_k),
             _figure(ld.idle_workers_uss_bytes or None, b_k),

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.inside.waits import wait_split
@@ -26,7 +27,6 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.trials import DatasetState
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
 
-NS = 1_000_000_000
 Events = Mapping[str, list[Mapping[str, Any]]]
 
 

@@ -16,7 +16,7 @@ from loaderprof.model.attached import (
     Helper,
     PoolPoint,
 )
-from loaderprof.model.environment import environment
+from loaderprof.model.environment import SCHEMA_VERSION, environment
 from loaderprof.version import __version__
 from loaderprof.watching.attach import Observer, Proc
 from loaderprof.watching.attach_findings import find
@@ -109,7 +109,7 @@ def build_attach_report(obs: Observer, interrupted: bool) -> AttachReport:
     wall = obs.end_s
     return AttachReport(
         kind=KIND,
-        schema_version=1,
+        schema_version=SCHEMA_VERSION,
         tool={"name": "loaderprof", "version": __version__},
         environment=environment(None),
         pid=obs.pid,

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, TypedDict
 
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.hooked import HookedRun
 from loaderprof.measure.readings import peak_worker_processes
-from loaderprof.model.environment import environment
+from loaderprof.model.environment import SCHEMA_VERSION, environment
 from loaderprof.model.results import Finding
 from loaderprof.model.watch import WatchReport
 from loaderprof.version import __version__
@@ -22,8 +23,6 @@ from loaderprof.watching.run import KILL_AFTER_S, WatchRun, redeliver, run_watch
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-NS = 1_000_000_000
 
 
 class WatchOptions(TypedDict, total=False):
@@ -54,7 +53,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     warnings = tuple(str(ev.get("message", "")) for ev in evs.get(Ev.WARNING, []))
     return WatchReport(
         kind="watch",
-        schema_version=1,
+        schema_version=SCHEMA_VERSION,
         tool={"name": "loaderprof", "version": __version__},
         environment=env,
         command=run.command,
