@@ -188,18 +188,6 @@ def log_ratio_test(
     return Ratio(math.exp(d), math.exp(d - half), math.exp(d + half)), p
 
 
-def welch_log_ratio(
-    a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE
-) -> tuple[Ratio, float | None] | None:
-    """exp(mean log a − mean log b), its Welch t interval and two-sided p.
-    None unless both sides have two or more positive figures."""
-    if len(a) < 2 or len(b) < 2 or min(a) <= 0 or min(b) <= 0:
-        return None
-    sa, sb = arm_spread(a), arm_spread(b)
-    assert sa is not None and sb is not None
-    return log_ratio_test(a, b, sa, sb, confidence)
-
-
 def estimate_ratio(
     a: Sequence[Sequence[float]],
     b: Sequence[Sequence[float]],
@@ -301,17 +289,6 @@ def bootstrap_median(
     tail = (1 - confidence) / 2 * 100
     lo, hi = np.percentile(meds, [tail, 100 - tail])
     return med, float(lo), float(hi)
-
-
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Two-sided Mann-Whitney U p-value; None when either side is empty."""
-    if not a or not b:
-        return None
-    from scipy.stats import mannwhitneyu
-
-    if len(set(a) | set(b)) == 1:
-        return 1.0
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 Direction = Literal["saving", "loss"]

@@ -74,11 +74,3 @@ class WaitSplit:
     @property
     def wait_share(self) -> float | None:
         return self.share(self.wait_s)
-
-    @property
-    def first_share(self) -> float | None:
-        return self.share(self.first_s)
-
-    @property
-    def steady_share(self) -> float | None:
-        return self.share(self.steady_s)

@@ -46,15 +46,6 @@ class WatchedEpoch:
     def wall_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.start_s
 
-    @property
-    def short(self) -> bool:
-        """Left before all its planned batches (a `break`, a framework's batch limit)."""
-        return (
-            self.ended == "left"
-            and self.planned_batches is not None
-            and (self.batches or 0) < self.planned_batches
-        )
-
 
 @dataclass(frozen=True)
 class WatchedWorker:

@@ -164,10 +164,7 @@ def test_fingerprint_differences() -> None:
     assert not any("python" in d for d in diffs)
 
 
-def test_mann_whitney_and_bootstrap_median() -> None:
-    assert stats.mann_whitney_p([1, 2, 3, 4], [5, 6, 7, 8]) == pytest.approx(2 / 70)
-    assert stats.mann_whitney_p([1.0], [1.0]) == 1.0
-    assert stats.mann_whitney_p([], [1.0]) is None
+def test_bootstrap_median() -> None:
     est = stats.bootstrap_median([1.0, 2.0, 3.0, 4.0, 5.0], seed=0)
     assert est is not None and est[0] == 3.0 and est[1] <= 3.0 <= est[2]
 

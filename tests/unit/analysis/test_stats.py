@@ -65,20 +65,26 @@ def test_intervals_cover_the_truth_at_their_nominal_rate_when_trials_differ(tria
     assert pooled < 0.85
 
 
+def _welch(
+    a: list[float], b: list[float], confidence: float = stats.CONFIDENCE
+) -> tuple[Ratio, float | None]:
+    """The trial-level test on each trial's figure alone (each arm's own spread)."""
+    sa, sb = stats.arm_spread(a), stats.arm_spread(b)
+    assert sa is not None and sb is not None
+    return stats.log_ratio_test(a, b, sa, sb, confidence)
+
+
 def test_welch_on_trial_figures_known_answer() -> None:
-    r, p = stats.welch_log_ratio([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])  # type: ignore[misc]
+    r, p = _welch([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])
     assert r.value == pytest.approx(0.5)
-    assert r.ci_low < 0.5 < r.ci_high and p < 0.01
-    # Identical arms: no difference, p = 1.
+    assert p is not None and r.ci_low < 0.5 < r.ci_high and p < 0.01
     # No spread at all: no interval and no test (NOTE [earned intervals]).
-    same = stats.welch_log_ratio([1.0, 1.0], [1.0, 1.0])
-    assert same == (Ratio(1.0, 1.0, 1.0, has_interval=False), None)
+    assert _welch([1.0, 1.0], [1.0, 1.0]) == (Ratio(1.0, 1.0, 1.0, has_interval=False), None)
     # A higher confidence widens the interval.
-    wide, _ = stats.welch_log_ratio([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], 0.99)  # type: ignore[misc]
+    wide, _ = _welch([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], 0.99)
     assert wide.ci_low < r.ci_low and wide.ci_high > r.ci_high
-    # Too few trials or a non-positive figure: no trial-level answer.
-    assert stats.welch_log_ratio([1.0], [2.0, 2.1]) is None
-    assert stats.welch_log_ratio([0.0, 1.0], [2.0, 2.1]) is None
+    # One trial has no spread of its own: no trial-level spread to test with.
+    assert stats.arm_spread([1.0]) is None
 
 
 def test_one_trial_per_arm_falls_back_to_its_epochs_and_says_so() -> None:
@@ -131,9 +137,8 @@ def test_false_decisions_stay_below_alpha_over_all_looks() -> None:
 
     def decides(a: np.ndarray, b: np.ndarray, confidence: list[float]) -> bool:
         for k, level in zip(looks, confidence, strict=True):
-            res = stats.welch_log_ratio(list(a[:k]), list(b[:k]), level)
-            assert res is not None
-            if res[0].ci_high < 1.0 or res[0].ci_low > 1.0:
+            ratio, _ = _welch(list(a[:k]), list(b[:k]), level)
+            if ratio.ci_high < 1.0 or ratio.ci_low > 1.0:
                 return True
         return False
 

@@ -18,7 +18,9 @@ def test_shares_and_the_step_are_the_epoch_less_its_waits() -> None:
     w = WaitSplit(epoch_s=10.0, first_s=3.0, steady_s=0.5, batches=20)
     assert w.wait_s == 3.5
     assert w.step_s == pytest.approx(6.5)
-    assert (w.wait_share, w.first_share, w.steady_share) == pytest.approx((0.35, 0.3, 0.05))
+    assert (w.wait_share, w.share(w.first_s), w.share(w.steady_s)) == pytest.approx(
+        (0.35, 0.3, 0.05)
+    )
     # A zero-length epoch has no shares, and waits never make a step negative.
     empty = WaitSplit(0.0, 0.0, 0.0, 0)
     assert empty.wait_share is None and empty.step_s == 0.0

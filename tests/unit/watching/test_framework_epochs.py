@@ -18,7 +18,7 @@ def test_a_rebuilt_loader_is_the_users_loader_with_the_settings_it_ran_with() ->
     assert [w.pid for w in found.workers] == [201, 202]
 
 
-def test_an_epoch_left_early_ends_at_its_last_batch_and_says_it_was_short() -> None:
+def test_an_epoch_left_early_ends_at_its_last_batch_and_keeps_its_plan() -> None:
     evs = [_loader("L1", 0.1, "t.py:3", True)]
     for start, batches, ended in ((1.0, 5, "left"), (2.0, 8, "left"), (3.0, 8, "exhausted")):
         evs += [
@@ -30,7 +30,13 @@ def test_an_epoch_left_early_ends_at_its_last_batch_and_says_it_was_short() -> N
     evs.append(_ev("iter_start", 4.0, loader="L1", planned=8))
     (found,) = loaders(by_kind(evs), [], {}, 0, int(5 * S))
     assert [e.ended for e in found.epochs] == ["left", "left", "exhausted", None]
-    assert [e.short for e in found.epochs] == [True, False, False, False]
+    # The first was left 3 batches short of its len(); the cut one ran none.
+    assert [(e.batches, e.planned_batches) for e in found.epochs] == [
+        (5, 8),
+        (8, 8),
+        (8, 8),
+        (None, 8),
+    ]
     assert [e.wall_s is not None for e in found.epochs] == [True, True, True, False]
     assert found.epochs[0].wall_s is not None and abs(found.epochs[0].wall_s - 0.4) < 1e-9
 
