@@ -33,7 +33,7 @@ from loaderprof.measure.memory import (
     window_memory,
     worker_states,
 )
-from loaderprof.measure.readings import deep_ticks
+from loaderprof.measure.readings import dataset_state, deep_ticks
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import (
     BatchSpan,
@@ -384,7 +384,7 @@ def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:
 
 def _dataset_states(by_kind: ByKind) -> tuple[DatasetState, ...]:
     return tuple(
-        DatasetState.from_event(ev, int(ev["epoch"]))
+        dataset_state(ev, int(ev["epoch"]))
         for kind in (Ev.MAIN_STATE, Ev.WORKER_STATE)
         for ev in by_kind.get(kind, [])
     )

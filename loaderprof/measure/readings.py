@@ -2,17 +2,20 @@
 compare's assembly (`measure.assemble`, `checks`) and watch's (`watching`).
 
 Which walks can be summed, which readings speak for a pause, how many worker
-processes were alive at once, whether later epochs reused the workers, and the
-window a copy-on-read reading spans.
+processes were alive at once, whether later epochs reused the workers, the
+window a copy-on-read reading spans, and the Dataset's state a state event reports.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
+from loaderprof.inside.events import Ev
 from loaderprof.measure.sampler import Sample
+from loaderprof.model.trials import DatasetState
 
 
 def deep_ticks(samples: Iterable[Sample]) -> list[list[Sample]]:
@@ -104,3 +107,17 @@ def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
     if growth > 0 and step > COW_MAX_STEP_SHARE * growth:
         return None
     return points[0], points[peak]
+
+
+def dataset_state(ev: Mapping[str, Any], epoch: int) -> DatasetState:
+    """A `main_state` / `worker_state` event (compare's trial, watch's hook) as the
+    Dataset's state at the start of `epoch`."""
+    return DatasetState(
+        epoch=epoch,
+        role="main" if ev["ev"] == Ev.MAIN_STATE else "worker",
+        pid=int(ev["pid"]),
+        worker_id=ev.get("worker_id"),
+        values=dict(ev.get("values") or {}),
+        skipped=tuple(ev.get("skipped") or ()),
+        took_s=ev.get("took_s"),
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.units import elapsed
@@ -212,20 +212,6 @@ class DatasetState:
     skipped: tuple[str, ...] = ()
     # What fingerprinting cost (a worker's is inside its timed epoch).
     took_s: float | None = None
-
-    @staticmethod
-    def from_event(ev: Mapping[str, Any], epoch: int) -> DatasetState:
-        """From a `main_state` / `worker_state` event (compare's trial, watch's hook)."""
-        return DatasetState(
-            epoch=epoch,
-            # inside.events.Ev.MAIN_STATE: model/ sits below inside/ and cannot import it.
-            role="main" if ev["ev"] == "main_state" else "worker",
-            pid=int(ev["pid"]),
-            worker_id=ev.get("worker_id"),
-            values=dict(ev.get("values") or {}),
-            skipped=tuple(ev.get("skipped") or ()),
-            took_s=ev.get("took_s"),
-        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,13 @@ from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.inside.waits import wait_split
-from loaderprof.measure.readings import copy_window, deep_ticks, in_pause, workers_reused
+from loaderprof.measure.readings import (
+    copy_window,
+    dataset_state,
+    deep_ticks,
+    in_pause,
+    workers_reused,
+)
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Stat
@@ -231,7 +237,7 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
         return bisect.bisect_right(starts, t)
 
     return tuple(
-        DatasetState.from_event(ev, epoch(kind, ev["t"]))
+        dataset_state(ev, epoch(kind, ev["t"]))
         for kind in (Ev.MAIN_STATE, Ev.WORKER_STATE)
         for ev in evs.get(kind, [])
         if ev.get("loader") == lid and 0 < epoch(kind, ev["t"]) <= len(starts)
