@@ -48,6 +48,7 @@ from typing import Literal
 
 import numpy as np
 
+from loaderprof.config.run import Schedule
 from loaderprof.model.metrics import MetricValue, Ratio
 
 ALPHA = 0.05
@@ -345,3 +346,15 @@ def look_confidence(max_trials: int, per_arm: int) -> float:
     look's, the strictest, before it)."""
     taken = [i for i, k in enumerate(look_points(max_trials)) if k <= per_arm]
     return look_confidences(max_trials)[taken[-1] if taken else 0]
+
+
+def plan_confidence(schedule: Schedule, per_arm: int) -> float:
+    """The interval level a plan's verdict is read at with `per_arm` trials per arm:
+    an adaptive plan's last look's, a fixed plan's the one look at CONFIDENCE."""
+    return look_confidence(schedule.max_trials, per_arm) if schedule.adaptive else CONFIDENCE
+
+
+def plan_ends(schedule: Schedule) -> frozenset[int]:
+    """The trials per arm a plan may end with, run as planned: an adaptive plan at any
+    of its looks, a fixed one at its count."""
+    return frozenset(look_points(schedule.max_trials) if schedule.adaptive else (schedule.fixed,))

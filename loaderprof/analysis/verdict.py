@@ -80,7 +80,7 @@ class VerdictInputs:
             persistent,
             non_persistent,
             min_gain=cfg.min_gain,
-            max_trials=cfg.max_trials if cfg.adaptive else None,
+            max_trials=cfg.schedule.cap,
             findings=tuple(findings),
             ranks=ranks,
         )

@@ -27,14 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from loaderprof.analysis.gates import Gate
-from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, look_confidence, look_points
+from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, plan_confidence, plan_ends
 from loaderprof.analysis.verdict import decide_command
 from loaderprof.comparing.command_events import CommandTrace
 from loaderprof.comparing.command_figures import arm_projected, arm_waits, project_trials
 from loaderprof.comparing.command_findings import Inspect, arm_findings, weigh
 from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
-from loaderprof.config.run import AUTO, RunConfig, check_epochs
+from loaderprof.config.run import AUTO, RunConfig, Schedule, check_epochs
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import EventReader
@@ -85,21 +85,23 @@ class CommandPlan:
     baseline_path: str | None = None
 
     @property
+    def schedule(self) -> Schedule:
+        """compare's rule (`Schedule.of`); loaderprof is no torchrun rank here (a torchrun
+        is inside the command), so nothing holds it to a fixed plan."""
+        return Schedule.of(self.trials, self.max_trials)
+
+    @property
     def adaptive(self) -> bool:
-        """compare's answer (RunConfig.adaptive): --trials auto adapts. loaderprof is
-        no torchrun rank here (a torchrun is inside the command), so nothing holds
-        it to a fixed plan."""
-        return self.trials == AUTO
+        return self.schedule.adaptive
 
     @property
     def per_arm(self) -> int:
         """The most trials per arm the plan may take."""
-        return self.max_trials if self.adaptive else int(self.trials)
+        return self.schedule.per_arm
 
     @property
     def cap(self) -> int | None:
-        """The adaptive plan's cap, None for a fixed plan (as `VerdictInputs.max_trials`)."""
-        return self.max_trials if self.adaptive else None
+        return self.schedule.cap
 
 
 def check_plan(plan: CommandPlan) -> None:
@@ -441,7 +443,7 @@ def _verdict(
     """(saving, verdict) at the look these trials make (NOTE [one verdict]), of whole
     epochs (NOTE [cut epochs]), naming the persistent arm's own warnings."""
     per_arm = min(len(p), len(n))
-    level = look_confidence(plan.max_trials, per_arm) if plan.adaptive else CONFIDENCE
+    level = plan_confidence(plan.schedule, per_arm)
     cut = plan.max_batches
     s = saving(project_trials(p, cut), project_trials(n, cut), plan.seed, level)
     v = weigh(decide_command(s, per_arm, plan.min_gain, plan.cap), findings)
@@ -468,7 +470,7 @@ def summarise(
     findings = arm_findings(trials)
     s, v = _verdict(plan, p, n, findings) if why is None and p and n else (None, None)
     per_arm = min(len(p), len(n))
-    planned = set(look_points(plan.max_trials)) if plan.adaptive else {plan.per_arm}
+    planned = plan_ends(plan.schedule)
     complete = not interrupted and len(p) == len(n) and per_arm in planned
     stopped = None if complete or why else _cut_words(interrupted, per_arm, plan.per_arm)
     # The saving and the verdict are of whole epochs (see NOTE [cut epochs]).

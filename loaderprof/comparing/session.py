@@ -8,9 +8,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from loaderprof.analysis.stats import CONFIDENCE, look_confidence, look_points
+from loaderprof.analysis.stats import (
+    CONFIDENCE,
+    look_confidence,
+    look_points,
+    plan_confidence,
+    plan_ends,
+)
 from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
-from loaderprof.config.run import AUTO, RunConfig
+from loaderprof.config.run import RunConfig
 from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning
@@ -121,7 +127,7 @@ def build_report(
             sum(t.times_epochs for t in p.trials),
             settled,
             # One wording for a plan a signal or a failure cut short (NOTE [partial reports]).
-            plan_words(report, planned=cfg.max_trials if cfg.adaptive else cfg.fixed_trials),
+            plan_words(report, planned=cfg.schedule.per_arm),
         ),
     )
 
@@ -129,7 +135,7 @@ def build_report(
 def _ran_as_planned(cfg: RunConfig, arms: Mapping[str, ArmResult]) -> bool:
     """Every trial complete, and as many timing trials per arm as the plan may end with."""
     counts = {sum(t.times_epochs for t in a.trials) for a in arms.values()}
-    planned = set(look_points(cfg.max_trials)) if cfg.adaptive else {cfg.fixed_trials}
+    planned = plan_ends(cfg.schedule)
     return (
         len(counts) == 1
         and counts <= planned
@@ -151,13 +157,6 @@ def _bounded(arms: Mapping[str, ArmResult]) -> dict[str, ArmResult]:
     }
 
 
-def _confidence(cfg: RunConfig, per_arm: int) -> float:
-    """See NOTE [sequential looks]. The level of the look an adaptive plan took last."""
-    if not cfg.adaptive:
-        return CONFIDENCE
-    return look_confidence(cfg.max_trials, per_arm)
-
-
 def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
     from loaderprof.analysis.summary import summarize_arm
 
@@ -177,15 +176,8 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
 def _plan_outcome(
     cfg: RunConfig, per_arm: int, verdict: Verdict | None, cut_short: str | None = None
 ) -> PlanOutcome:
-    why = "torchrun: every rank runs one fixed plan" if cfg.trials == AUTO else "--trials"
-    return plan_outcome(
-        cfg.max_trials if cfg.adaptive else None,
-        cfg.fixed_trials,
-        per_arm,
-        verdict,
-        cut_short,
-        fixed_why=why,
-    )
+    s = cfg.schedule
+    return plan_outcome(s.cap, s.fixed, per_arm, verdict, cut_short, fixed_why=s.fixed_why)
 
 
 def plan_outcome(
@@ -304,7 +296,7 @@ def _compare_arms(
         seed=cfg.seed,
         train_epochs=train_epochs or cfg.train_epochs or cfg.epochs,
         memory_budget_bytes=cfg.memory_budget_bytes,
-        confidence=_confidence(cfg, sum(t.times_epochs for t in p.trials)),
+        confidence=plan_confidence(cfg.schedule, sum(t.times_epochs for t in p.trials)),
     )
     return comparison, info
 

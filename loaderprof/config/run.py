@@ -39,6 +39,41 @@ FLAG_KEYS = {
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """How many trials per arm a run takes, decided once for compare, its sweeps and
+    compare -- COMMAND alike (NOTE [sequential looks]): adaptive (a look at 2, 3, ...
+    stops once the verdict is settled, at most `max_trials`) or `fixed` per arm."""
+
+    adaptive: bool
+    max_trials: int
+    fixed: int
+    # Why a plan is fixed, in the report's words.
+    fixed_why: str
+
+    @staticmethod
+    def of(trials: int | str, max_trials: int, world_size: int = 1) -> Schedule:
+        """--trials auto adapts, except under torchrun, where every rank runs one fixed
+        plan together (their trials start at one barrier, so none may stop alone)."""
+        return Schedule(
+            adaptive=trials == AUTO and world_size == 1,
+            max_trials=max_trials,
+            fixed=trials if isinstance(trials, int) else FIXED_TRIALS,
+            fixed_why="--trials" if trials != AUTO else "torchrun: every rank runs one fixed plan",
+        )
+
+    @property
+    def per_arm(self) -> int:
+        """The most trials per arm it may take (the progress bar's total)."""
+        return self.max_trials if self.adaptive else self.fixed
+
+    @property
+    def cap(self) -> int | None:
+        """The adaptive plan's cap, None for a fixed plan (`VerdictInputs.max_trials`,
+        the report's `max_trials`)."""
+        return self.max_trials if self.adaptive else None
+
+
+@dataclass(frozen=True)
 class LoaderOptions:
     """What is passed through to `torch.utils.data.DataLoader`."""
 
@@ -150,17 +185,19 @@ class RunConfig:
         )
 
     @property
+    def schedule(self) -> Schedule:
+        """This run's one answer to how its plan runs: the scheduler, the verdict, the
+        report's plan and the progress bar all ask here."""
+        return Schedule.of(self.trials, self.max_trials, self.world_size)
+
+    @property
     def adaptive(self) -> bool:
-        """The one answer to whether this run's plan adapts (NOTE [sequential looks]):
-        --trials auto, except under torchrun, where every rank runs one fixed plan
-        together (their trials start at one barrier, so none may stop alone). The
-        scheduler, the verdict, the report's plan and the progress bar all ask here."""
-        return self.trials == AUTO and self.world_size == 1
+        return self.schedule.adaptive
 
     @property
     def fixed_trials(self) -> int:
         """Trials per arm where a plan cannot adapt (sweeps, torchrun): --trials N, or 3."""
-        return self.trials if isinstance(self.trials, int) else FIXED_TRIALS
+        return self.schedule.fixed
 
     @property
     def memory_pairs(self) -> int:
@@ -173,7 +210,7 @@ class RunConfig:
     @property
     def planned_trials(self) -> int:
         """The most trials per arm this run may take (the progress bar's total)."""
-        return self.max_trials if self.adaptive else self.fixed_trials
+        return self.schedule.per_arm
 
     @property
     def effective_idle_ms(self) -> float:
