@@ -133,13 +133,32 @@ def _on_measurements(inputs: VerdictInputs) -> Verdict:
 
 
 def decide_command(
-    s: SavingEstimate | None, per_arm: int, min_gain: float, max_trials: int | None
+    s: SavingEstimate | None,
+    per_arm: int,
+    min_gain: float,
+    max_trials: int | None,
+    findings: Sequence[Finding] = (),
 ) -> Verdict:
     """The verdict of `compare -- COMMAND` (NOTE [command arms]): time alone, by the
-    rules and words of compare's, from the saving's steady ratio. No memory is
-    sampled there, and one trial per arm decides nothing: its epochs are not units
-    (NOTE [earned intervals]). `max_trials`: the adaptive plan's cap, as in
-    `VerdictInputs`."""
+    rules and words of compare's, from the saving's steady ratio, then its arms'
+    findings weighed as compare weighs them, but for a persistent-arm finding the
+    other arm shows too (the same check at the same site): that one is the loader's,
+    not a cost of persistence. No memory is sampled there, and one trial per arm
+    decides nothing: its epochs are not units (NOTE [earned intervals]).
+    `max_trials`: the adaptive plan's cap, as in `VerdictInputs`."""
+    both = {finding_key(f) for f in findings if f.arm == "non_persistent"}
+    costs = [f for f in findings if f.arm != "persistent" or finding_key(f) not in both]
+    return weigh_findings(_command_on_time(s, per_arm, min_gain, max_trials), costs)
+
+
+def finding_key(f: Finding) -> tuple[str, str]:
+    """One finding per check and site, over a command's runs (loader ids differ)."""
+    return f.id, str(f.evidence.get("site", ""))
+
+
+def _command_on_time(
+    s: SavingEstimate | None, per_arm: int, min_gain: float, max_trials: int | None
+) -> Verdict:
     if s is None:
         return Verdict(
             "neutral",

@@ -31,7 +31,7 @@ from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, plan_confidenc
 from loaderprof.analysis.verdict import decide_command
 from loaderprof.comparing.command_events import CommandTrace
 from loaderprof.comparing.command_figures import arm_projected, arm_waits, project_trials
-from loaderprof.comparing.command_findings import Inspect, arm_findings, weigh
+from loaderprof.comparing.command_findings import Inspect, arm_findings
 from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
 from loaderprof.config.run import AUTO, RunConfig, Schedule, check_epochs
@@ -446,9 +446,7 @@ def _verdict(
     level = plan_confidence(plan.schedule, per_arm)
     cut = plan.max_batches
     s = saving(project_trials(p, cut), project_trials(n, cut), plan.seed, level)
-    v = weigh(decide_command(s, per_arm, plan.min_gain, plan.cap), findings)
-    assert v is not None
-    return s, v
+    return s, decide_command(s, per_arm, plan.min_gain, plan.cap, findings)
 
 
 def settled(plan: CommandPlan, trials: Sequence[CommandTrial]) -> bool:

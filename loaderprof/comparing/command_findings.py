@@ -12,7 +12,7 @@ checks in as `Inspect`. A trial stopped by loaderprof has no
 exit of its own: leaked workers are looked for only where the command ended by
 itself. An arm's finding is its first trial's, named by its arm, with the trials
 that showed it; a warning only the persistent arm shows is a cost of persistence,
-which the verdict names (analysis/verdict.py, as compare's does).
+which the verdict names (analysis/verdict.decide_command, as compare's does).
 """
 
 from __future__ import annotations
@@ -20,20 +20,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from loaderprof.analysis.verdict import weigh_findings
+from loaderprof.analysis.verdict import finding_key
 from loaderprof.measure.hooked import HookedRun
 from loaderprof.model.command import CommandTrial
-from loaderprof.model.results import Finding, Verdict
+from loaderprof.model.results import Finding
 
 # watch's advice to run `compare` on a loader: this is that comparison.
 _ANSWERED = frozenset({"persistence-candidate"})
 
 Inspect = Callable[[HookedRun], tuple[Finding, ...]]
-
-
-def _key(f: Finding) -> tuple[str, str]:
-    """One finding per check and site, over trials (loader ids differ between runs)."""
-    return f.id, str(f.evidence.get("site", ""))
 
 
 def arm_findings(trials: Sequence[CommandTrial]) -> tuple[Finding, ...]:
@@ -43,21 +38,10 @@ def arm_findings(trials: Sequence[CommandTrial]) -> tuple[Finding, ...]:
         for f in t.findings:
             if f.id in _ANSWERED:
                 continue
-            key = (t.arm, *_key(f))
+            key = (t.arm, *finding_key(f))
             first, seen = out.get(key, (f, []))
             out[key] = (first, [*seen, t.index])
     return tuple(
         dataclasses.replace(f, arm=arm, evidence={**f.evidence, "trials": seen})
         for (arm, _, _), (f, seen) in out.items()
     )
-
-
-def weigh(verdict: Verdict | None, findings: Sequence[Finding]) -> Verdict | None:
-    """The verdict naming each warning of the persistent arm that the other arm does
-    not show (a cost of persistence), by compare's rule; stale worker state weighed
-    as compare weighs it."""
-    if verdict is None:
-        return None
-    other = {_key(f) for f in findings if f.arm == "non_persistent"}
-    own = [f for f in findings if f.arm != "persistent" or _key(f) not in other]
-    return weigh_findings(verdict, own)

@@ -12,6 +12,7 @@ from loaderprof.analysis.summary import summarize_arm
 from loaderprof.analysis.verdict import (
     VerdictInputs,
     decide,
+    decide_command,
     epochs_to_decide,
     findings_the_verdict_must_mention,
 )
@@ -237,3 +238,18 @@ def test_under_torchrun_the_plan_is_fixed_everywhere_it_is_asked() -> None:
     s = report.arms["persistent"].summary
     assert VerdictInputs.of_run(auto, report.comparison, s, s).max_trials == auto.max_trials
     assert VerdictInputs.of_run(rank, report.comparison, s, s).max_trials is None
+
+
+def test_a_command_verdict_names_only_the_warnings_persistence_brings() -> None:
+    def leak(arm: str, site: str) -> Finding:
+        evidence = {"site": site}
+        return Finding("leaked-files", "warning", f"files at {site}", evidence, "close", arm=arm)
+
+    # The same check at the same site in both arms is the loader's; at another site,
+    # or in the persistent arm alone, it is what persistence brings.
+    found = [leak("persistent", "a.py:1"), leak("non_persistent", "a.py:1")]
+    found.append(leak("persistent", "b.py:2"))
+    v = decide_command(None, 0, 0.05, None, found)
+    named = [r for r in v.reasons if "leaked-files" in r]
+    assert named == ["warning (persistent arm): files at b.py:2 [leaked-files]"]
+    assert v.depends_on == ("leaked-files",)
