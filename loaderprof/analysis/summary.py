@@ -159,14 +159,30 @@ def summarize_arm(trials: Sequence[TrialResult]) -> ArmSummary:
         val_train_pool_uss_bytes=mem("val_train_pool_uss_bytes"),
         cold_wait=WaitSplit.of(t.epochs[0].wait for t in timed if t.epochs[0].epoch == 1),
         steady_wait=WaitSplit.of(e.wait for t in timed for e in t.epochs if e.epoch >= 2),
-        peak_worker_processes=max(
-            (
-                t.memory.peak_worker_processes
-                for t in _memory_source(trials, "peak_worker_processes")
-                if t.memory.peak_worker_processes is not None
-            ),
-            default=None,
+        peak_worker_processes=peak_worker_processes(trials),
+    )
+
+
+def peak_worker_processes(trials: Sequence[TrialResult]) -> int | None:
+    """The most DataLoader worker processes one rank ran at once, as measured.
+
+    Per trial, the larger of two counts of distinct worker PIDs: the most alive at
+    one sampling tick (`TrialMemory.peak_worker_processes`; None when sampling was
+    off), and the most seen in one epoch (those that served a batch or started in it).
+    Persistent workers are the same PIDs every epoch and non-persistent ones are new
+    each epoch, so neither is summed over epochs. The largest over trials; None when
+    no trial measured an epoch.
+    """
+    return max(
+        (
+            max(
+                t.memory.peak_worker_processes or 0,
+                *(len(set(e.worker_pids) | set(e.new_worker_pids)) for e in t.epochs),
+            )
+            for t in trials
+            if t.epochs
         ),
+        default=None,
     )
 
 

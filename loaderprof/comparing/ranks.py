@@ -30,7 +30,7 @@ from loaderprof.model.results import (
     SlowestRank,
     error_line,
 )
-from loaderprof.model.trials import TrialError, TrialResult
+from loaderprof.model.trials import TrialError
 
 
 @dataclass(frozen=True)
@@ -106,25 +106,6 @@ def _median(stat: Any) -> float | None:
     return None if stat is None else float(stat.median)
 
 
-def measured_worker_processes(trials: Sequence[TrialResult]) -> int:
-    """The most DataLoader worker processes one rank ran at once, as measured.
-
-    Per trial, the larger of two counts of distinct worker PIDs: the most alive at
-    one sampling tick (`peak_worker_processes`; None when sampling was off), and the
-    most seen in one epoch (those that served a batch or started in it). Persistent
-    workers are the same PIDs every epoch and non-persistent ones are new each
-    epoch, so neither is summed over epochs. The largest over trials; 0 when no
-    trial measured any epoch.
-    """
-    most = 0
-    for t in trials:
-        if not t.epochs:
-            continue
-        per_epoch = (len(set(e.worker_pids) | set(e.new_worker_pids)) for e in t.epochs)
-        most = max(most, t.memory.peak_worker_processes or 0, *per_epoch)
-    return most
-
-
 def _failure(rep: Report) -> tuple[str, str] | None:
     """(category, line) of a rank whose run did not complete; None when it did."""
     errors = [e for e in rep.errors if e.category != "interrupted"]
@@ -184,7 +165,7 @@ def _node_summary(host: str, members: Sequence[tuple[int, Report]]) -> NodeSumma
     for name in ("persistent", "non_persistent"):
         arms = [r.arms[name] for _, r in members if name in r.arms]
         totals[name] = NodeArmTotals(
-            worker_processes=sum(measured_worker_processes(a.trials) for a in arms),
+            worker_processes=sum(a.summary.peak_worker_processes or 0 for a in arms),
             pss_total_bytes=_sum_known([_median(a.summary.peak_total_pss_bytes) for a in arms]),
             idle_workers_uss_bytes=_sum_known(
                 [_median(a.summary.idle_workers_uss_bytes) for a in arms]

@@ -11,7 +11,7 @@ import pytest
 from builders import MiB, make_pair, make_trial
 from loaderprof.analysis.comparison import compare, ratio_sample_count, report_metrics
 from loaderprof.analysis.stats import ALPHA, significant_direction
-from loaderprof.analysis.summary import summarize_arm
+from loaderprof.analysis.summary import peak_worker_processes, summarize_arm
 from loaderprof.analysis.verdict import VerdictInputs, decide
 from loaderprof.comparing import ranks as distributed
 from loaderprof.comparing.session import build_report
@@ -199,20 +199,20 @@ def test_measured_workers_are_those_alive_at_once_not_the_sum_over_epochs() -> N
     p, n = make_pair([3.0, 1.0, 1.0, 1.0], [3.0, 1.0, 1.0, 1.0])
     # Persistent: the same 2 PIDs every epoch. Non-persistent: 2 new PIDs per epoch
     # (8 distinct over the trial), but only 2 at once.
-    assert distributed.measured_worker_processes([p]) == 2
+    assert peak_worker_processes([p]) == 2
     assert len({pid for e in n.epochs for pid in e.worker_pids}) == 8
-    assert distributed.measured_worker_processes([n]) == 2
+    assert peak_worker_processes([n]) == 2
 
 
 def test_measured_workers_use_the_sampler_count_when_larger() -> None:
     p, _ = make_pair([3.0, 1.0, 1.0], [3.0, 1.0, 1.0])
     # A third worker that never served a batch is still a process the sampler saw.
     seen = dataclasses.replace(p, memory=dataclasses.replace(p.memory, peak_worker_processes=3))
-    assert distributed.measured_worker_processes([p, seen]) == 3
-    # Nothing measured: no epochs, so no workers counted.
+    assert peak_worker_processes([p, seen]) == 3
+    # Nothing measured: no epochs, so no count.
     empty = dataclasses.replace(p, epochs=(), memory=seen.memory)
-    assert distributed.measured_worker_processes([empty]) == 0
-    assert distributed.measured_worker_processes([]) == 0
+    assert peak_worker_processes([empty]) is None
+    assert peak_worker_processes([]) is None
 
 
 def _rank_cfg(num_workers: int) -> RunConfig:
