@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from loaderprof.checks.catalogue import FINDING_IDS, WATCH_FINDING_IDS
+from loaderprof.checks.catalogue import ATTACH_FINDING_IDS, FINDING_IDS, WATCH_FINDING_IDS
 from loaderprof.errors import UsageError
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
@@ -186,6 +186,24 @@ def finding_gate(
             f"bad gate {shown!r}: {who} finds no {finding_id!r}{hint}; known: {', '.join(known)}"
         )
     return Gate(f"{FINDING}{finding_id}", "absent", "abs", "<=", 0.0)
+
+
+def watch_gates(fail_on: Sequence[str], *, pid: bool = False) -> tuple[str, ...]:
+    """The finding ids of watch's `--fail-on finding:ID` gates (its only kind: a watched
+    run has no arms to set figures against), each one its checks can report (`pid`:
+    those of `watch --pid`)."""
+    known, who = (ATTACH_FINDING_IDS, "watch --pid") if pid else (WATCH_FINDING_IDS, "watch")
+    ids = []
+    for g in fail_on:
+        if not g.startswith(FINDING) or not g[len(FINDING) :]:
+            raise UsageError(f"--fail-on {g!r}: watch gates on findings only (finding:ID)")
+        ids.append(finding_gate(g[len(FINDING) :], f"--fail-on {g}", known, who).metric)
+    return tuple(i[len(FINDING) :] for i in ids)
+
+
+def watch_gates_hit(gates: Sequence[str], found: Sequence[str]) -> tuple[str, ...]:
+    """The gated findings a watched run found: each one fails it."""
+    return tuple(g for g in gates if g in set(found))
 
 
 def _finding_spec(metric_text: str, expr: str, shown: str) -> str | None:

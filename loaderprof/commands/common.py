@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from loaderprof.errors import INTERRUPTS, ExitCode, UsageError
+from loaderprof.errors import INTERRUPTS, ExitCode
 from loaderprof.inside.events import Ev
 
 if TYPE_CHECKING:
@@ -231,25 +231,11 @@ def warn_inconclusive(report: Report | CommandReport) -> None:
             say(f"loaderprof: warning: {g.message}", "yellow")
 
 
-def finding_gates(fail_on: list[str] | tuple[str, ...] | None, *, pid: bool = False) -> list[str]:
-    """The finding ids of watch's `--fail-on finding:ID` gates (its only kind: a watched
-    run has no arms to set figures against), each one its checks can report (`pid`:
-    those of `watch --pid`)."""
-    from loaderprof.analysis.gates import finding_gate
-    from loaderprof.checks.catalogue import ATTACH_FINDING_IDS, WATCH_FINDING_IDS
-
-    known, who = (ATTACH_FINDING_IDS, "watch --pid") if pid else (WATCH_FINDING_IDS, "watch")
-    ids = []
-    for g in fail_on or ():
-        if not g.startswith("finding:") or not g[len("finding:") :]:
-            raise UsageError(f"--fail-on {g!r}: watch gates on findings only (finding:ID)")
-        ids.append(finding_gate(g[len("finding:") :], f"--fail-on {g}", known, who).metric)
-    return [i[len("finding:") :] for i in ids]
-
-
-def findings_hit(gates: list[str], found: Iterable[str]) -> int:
+def findings_hit(gates: Sequence[str], found: Iterable[str]) -> int:
     """1 with one line naming the gated findings that were found, else 0."""
-    hit = [g for g in gates if g in set(found)]
+    from loaderprof.analysis.gates import watch_gates_hit
+
+    hit = watch_gates_hit(gates, tuple(found))
     if hit:
         say(f"loaderprof: watch found: {', '.join(hit)}")
     return 1 if hit else 0

@@ -10,7 +10,6 @@ import typer
 from loaderprof.commands import params
 from loaderprof.commands.common import (
     Outputs,
-    finding_gates,
     findings_hit,
     interrupted_line,
     saved_code,
@@ -93,7 +92,9 @@ def run(values: dict[str, Any]) -> int:
     # would cost the user the whole run.
     kill_after = values["kill_after"]
     check_kill_after(kill_after)
-    gates = finding_gates(values["fail_on"])
+    from loaderprof.analysis.gates import watch_gates
+
+    gates = watch_gates(values["fail_on"] or ())
     check_intervals(values["sample_interval"], values["uss_interval"])
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the command starts, by the registry that writes it.

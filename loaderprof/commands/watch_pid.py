@@ -11,7 +11,6 @@ from typing import Any
 
 from loaderprof.commands.common import (
     Outputs,
-    finding_gates,
     findings_hit,
     saved_code,
     say,
@@ -40,7 +39,9 @@ def run(values: dict[str, Any]) -> int:
 
     INTERRUPTS.install()
     _refuse(values)
-    gates = finding_gates(values["fail_on"], pid=True)
+    from loaderprof.analysis.gates import watch_gates
+
+    gates = watch_gates(values["fail_on"] or (), pid=True)
     opts = fill(AttachOptions, {k: values[k] for k in ("pid", "duration")})
     sample_ms, uss_ms = check_intervals(values["sample_interval"], values["uss_interval"])
     # The job's tree is read every --sample-interval, as watch samples a command's.

@@ -20,6 +20,8 @@ from loaderprof.analysis.gates import (
     judge,
     overall,
     parse_gate,
+    watch_gates,
+    watch_gates_hit,
 )
 from loaderprof.comparing.scheduler import trial_order
 from loaderprof.comparing.session import build_report
@@ -295,3 +297,17 @@ def test_a_typo_hint_keeps_the_arm_it_was_written_for(parse: str, text: str, hin
     assert f"did you mean {hint}?" in said
     if parse == "command":
         assert "first_batch_ratio" not in said
+
+
+def test_watch_gates_name_findings_its_checks_report() -> None:
+    gates = watch_gates(["finding:leaked-files", "finding:idle-pools"])
+    assert gates == ("leaked-files", "idle-pools")
+    assert watch_gates_hit(gates, ["idle-pools", "copy-on-read"]) == ("idle-pools",)
+    # A figure gate, a typo, and a finding only the other watch reports: one line each.
+    with pytest.raises(UsageError, match="watch gates on findings only"):
+        watch_gates(["steady_epoch_ratio:<=0.9"])
+    with pytest.raises(UsageError, match="did you mean 'leaked-files'"):
+        watch_gates(["finding:leaked-file"])
+    with pytest.raises(UsageError, match="watch --pid finds no 'leaked-files'"):
+        watch_gates(["finding:leaked-files"], pid=True)
+    assert watch_gates(["finding:pool-rebuilt"], pid=True) == ("pool-rebuilt",)
