@@ -90,25 +90,12 @@ class CommandPlan:
         is inside the command), so nothing holds it to a fixed plan."""
         return Schedule.of(self.trials, self.max_trials)
 
-    @property
-    def adaptive(self) -> bool:
-        return self.schedule.adaptive
-
-    @property
-    def per_arm(self) -> int:
-        """The most trials per arm the plan may take."""
-        return self.schedule.per_arm
-
-    @property
-    def cap(self) -> int | None:
-        return self.schedule.cap
-
 
 def check_plan(plan: CommandPlan) -> None:
     if not plan.command:
         raise UsageError("no command after --: loaderprof compare [OPTIONS] -- COMMAND [ARGS...]")
     check_epochs(plan.epochs)
-    if not plan.adaptive and (not isinstance(plan.trials, int) or plan.trials < 1):
+    if not plan.schedule.adaptive and (not isinstance(plan.trials, int) or plan.trials < 1):
         raise UsageError(f"--trials {plan.trials}: use ≥ 1 per arm (or auto)")
     if plan.max_trials < 1:
         raise UsageError(f"--max-trials {plan.max_trials}: use ≥ 1 per arm")
@@ -376,7 +363,7 @@ def compare_command(
     `inspect`: watch's checks, run on each trial (NOTE [command findings])."""
     check_plan(plan)
     runner = CommandRunner(plan, inspect)
-    order = [s.arm for s in trial_order(plan.per_arm, plan.seed)]
+    order = [s.arm for s in trial_order(plan.schedule.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
     interrupted, why = False, None
     t0, cpu = time.monotonic(), contention.mark()
@@ -446,13 +433,13 @@ def _verdict(
     level = plan_confidence(plan.schedule, per_arm)
     cut = plan.max_batches
     s = saving(project_trials(p, cut), project_trials(n, cut), plan.seed, level)
-    return s, decide_command(s, per_arm, plan.min_gain, plan.cap, findings)
+    return s, decide_command(s, per_arm, plan.min_gain, plan.schedule.cap, findings)
 
 
 def settled(plan: CommandPlan, trials: Sequence[CommandTrial]) -> bool:
     """The adaptive plan's stop rule, compare's: at a look, the verdict is decided."""
     p, n = _split(trials)
-    if not plan.adaptive or not at_look(len(p), len(n), plan.max_trials):
+    if not plan.schedule.adaptive or not at_look(len(p), len(n), plan.max_trials):
         return False
     return _verdict(plan, p, n)[1].decided
 
@@ -470,7 +457,7 @@ def summarise(
     per_arm = min(len(p), len(n))
     planned = plan_ends(plan.schedule)
     complete = not interrupted and len(p) == len(n) and per_arm in planned
-    stopped = None if complete or why else _cut_words(interrupted, per_arm, plan.per_arm)
+    stopped = None if complete or why else _cut_words(interrupted, per_arm, plan.schedule.per_arm)
     # The saving and the verdict are of whole epochs (see NOTE [cut epochs]).
     cut = plan.max_batches
     report = CommandReport(
@@ -489,7 +476,9 @@ def summarise(
         complete=complete,
         interrupted=interrupted,
         wall_s=wall_s,
-        plan=None if why else plan_outcome(plan.cap, plan.per_arm, per_arm, v, stopped),
+        plan=None
+        if why
+        else plan_outcome(plan.schedule.cap, plan.schedule.per_arm, per_arm, v, stopped),
         findings=findings,
         max_batches=cut,
     )

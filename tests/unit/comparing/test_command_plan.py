@@ -50,7 +50,7 @@ def test_the_plan_looks_where_compare_looks() -> None:
 
 def test_adaptive_stops_at_the_first_look_on_a_clear_saving_and_fixed_never_does() -> None:
     auto = CommandPlan(("python", "t.py"), 3)
-    assert auto.adaptive and auto.per_arm == 6
+    assert auto.schedule.adaptive and auto.schedule.per_arm == 6
     trials = _abba(2)
     assert not settled(auto, trials[:3])  # two trials of one arm, one of the other
     assert settled(auto, trials)

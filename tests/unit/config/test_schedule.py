@@ -31,7 +31,7 @@ def test_compare_and_compare_command_ask_the_same_rule() -> None:
         cfg = RunConfig(dataset="m:D", trials=trials, max_trials=5)
         plan = CommandPlan(command=("python", "t.py"), epochs=3, trials=trials, max_trials=5)
         assert cfg.schedule == plan.schedule
-        assert (cfg.adaptive, cfg.planned_trials) == (plan.adaptive, plan.per_arm)
+        assert (cfg.adaptive, cfg.planned_trials) == (plan.schedule.adaptive, plan.schedule.per_arm)
 
 
 def test_a_plan_ends_at_its_looks_or_its_count_at_their_levels() -> None:
