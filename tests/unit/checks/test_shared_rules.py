@@ -10,7 +10,7 @@ import pytest
 
 import loaderprof
 from fakes import FakeRunner
-from loaderprof.checks import registry
+from loaderprof.checks import memory
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import Report
 from loaderprof.model.trials import BatchSpan, ProcessTimeline, WorkerState
@@ -68,7 +68,7 @@ def _compare_grows(report: Report, uss: Sequence[int], rss: Sequence[int]) -> bo
     ]
     trials = (dataclasses.replace(t, workers=workers), *others)
     arms = {**report.arms, "persistent": dataclasses.replace(arm, trials=trials)}
-    found = registry.check_memory_growth(dataclasses.replace(report, arms=arms))
+    found = memory.check_memory_growth(dataclasses.replace(report, arms=arms))
     return [f.id for f in found] == ["memory-grows-every-epoch"]
 
 
@@ -115,7 +115,7 @@ def _compare_copies(report: Report, uss: Sequence[int], rss: Sequence[int]) -> b
     }
     environment = {**report.environment, "start_method": "fork"}
     forked = dataclasses.replace(report, arms=arms, environment=environment)
-    return [f.id for f in registry.check_copy_on_read(forked)] == ["copy-on-read"]
+    return [f.id for f in memory.check_copy_on_read(forked)] == ["copy-on-read"]
 
 
 def _watch_copies(uss: Sequence[int], rss: Sequence[int]) -> bool:

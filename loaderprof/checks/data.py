@@ -1,0 +1,233 @@
+"""The data the model sees: the sampler's order, the samples' contents epoch by epoch,
+and an IterableDataset's split over workers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
+from loaderprof.model.units import plural
+
+
+def check_order(report: Report) -> list[Finding]:
+    out = []
+    shuffle = bool(report.config["loader"].get("shuffle"))
+    orders = {
+        name: [e.order_digest for e in arm.trials[0].epochs] if arm.trials else []
+        for name, arm in report.arms.items()
+    }
+    p = orders.get("persistent", [])
+    if shuffle and len(p) >= 2 and all(o is not None for o in p) and len(set(p)) < len(p):
+        out.append(
+            Finding(
+                id="order-repeats",
+                severity="error",
+                arm="persistent",
+                title="with shuffle=True the persistent arm repeats the same sample order",
+                evidence={"order_digests": p},
+                fix="seed shuffling from the epoch (sampler.set_epoch) or the loader's "
+                "generator, not from state fixed when the worker started",
+            )
+        )
+    n = orders.get("non_persistent", [])
+    if shuffle and p and n and p[0] == n[0] and p[1:] != n[1:]:
+        out.append(
+            Finding(
+                id="order-differs-between-arms",
+                severity="info",
+                arm=None,
+                title="from epoch 2 the shuffled order differs between the arms",
+                evidence={
+                    "first_differing_epoch": next(
+                        (i + 1 for i, (a, b) in enumerate(zip(p, n, strict=False)) if a != b), None
+                    )
+                },
+                fix="expected: DataLoader draws each new iterator's worker seed from the same "
+                "generator as the sampler, and persistent workers skip that draw",
+            )
+        )
+    return out
+
+
+def content_differs_from(report: Report) -> tuple[int | None, list[int], bool]:
+    """With digests, the first trial of each arm epoch by epoch: (the first epoch the
+    arms see different samples, every such epoch, whether epoch 1 agreed)."""
+    p, n = report.arms["persistent"], report.arms["non_persistent"]
+    if not p.trials or not n.trials:
+        return None, [], False
+    pairs = [
+        (a, b)
+        for a, b in zip(p.trials[0].epochs, n.trials[0].epochs, strict=False)
+        if a.content_digest is not None and b.content_digest is not None
+    ]
+    differs = [a.epoch for a, b in pairs if a.content_digest != b.content_digest]
+    if not differs:
+        return None, [], False
+    return differs[0], differs, pairs[0][0].content_digest == pairs[0][1].content_digest
+
+
+def _digests(arm: ArmResult) -> list[tuple[int, str]]:
+    """(epoch, content digest) of the arm's first trial, where digested."""
+    if not arm.trials:
+        return []
+    return [(e.epoch, e.content_digest) for e in arm.trials[0].epochs if e.content_digest]
+
+
+def check_content_repeats(report: Report) -> list[Finding]:
+    """NOTE [random draws]: an arm whose every epoch sees exactly the samples of its
+    first, while the other arm's epochs differ from each other: the data is random, and
+    that arm draws the same values every epoch (a generator that restarts from one
+    state). Only the whole run repeating counts: a deterministic Dataset repeats in both
+    arms, and one epoch matching another by chance (a sample dropped the same way) is
+    not a pattern."""
+    by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+    out = []
+    for name, digests in by_arm.items():
+        others = [d for other, ds in by_arm.items() if other != name for _, d in ds]
+        if len(digests) < 2 or len({d for _, d in digests}) > 1 or len(set(others)) < 2:
+            continue
+        epochs = [e for e, _ in digests]
+        label = ARM_LABEL[name]
+        out.append(
+            Finding(
+                id="repeated-randomness",
+                severity="warning",
+                arm=name,
+                title=f"the {label} arm repeats its random draws: epochs "
+                f"{', '.join(map(str, epochs[1:]))} see exactly epoch {epochs[0]}'s samples, "
+                f"while the other arm's {plural(len(others), 'epoch')} see "
+                f"{plural(len(set(others)), 'different set')}",
+                evidence={
+                    "attribute": None,
+                    "source": "content digests",
+                    "arm": name,
+                    "epochs_repeating_the_first": epochs[1:],
+                    "distinct_epochs_by_arm": {
+                        k: len({d for _, d in v}) for k, v in by_arm.items()
+                    },
+                    "epochs_by_arm": {k: len(v) for k, v in by_arm.items()},
+                },
+                fix="the random source restarts from the same state each epoch (a generator "
+                "seeded once, at import or in __init__, and copied into fresh workers): draw "
+                "from torch's RNG, which the DataLoader reseeds for every iterator, or seed "
+                "the generator in worker_init_fn from torch.utils.data.get_worker_info().seed",
+            )
+        )
+    return out
+
+
+def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Finding]:
+    """With digests: do the arms see the same samples in each epoch? See NOTE [random
+    draws]; torch reseeds `random`, numpy's and torch's global RNG in every worker of
+    every new iterator, and persistent workers continue the stream they were seeded
+    with; so with random augmentations the arms agree in epoch 1 and then draw
+    differently. Both draw fresh values every epoch: persistence changes which draws
+    the model sees, not their quality (info). Repetition is the hazard, told by
+    `check_content_repeats` and the state checks; a difference they explain is told
+    there, not twice."""
+    first, differs, agreed_first = content_differs_from(report)
+    if first is None or explained:
+        return []
+    if agreed_first:
+        by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
+        fresh = {k: len({d for _, d in v}) for k, v in by_arm.items()}
+        epochs = {k: len(v) for k, v in by_arm.items()}
+        # Said only where no epoch of either arm saw another's samples again.
+        quality = ", not their quality" if fresh == epochs else ""
+        return [
+            Finding(
+                id="rng-carried-in-workers",
+                severity="info",
+                arm=None,
+                title=f"persistence changes which random draws the model sees from epoch "
+                f"{first}{quality}: the arms agree in epoch 1 and draw differently "
+                f"in epochs {', '.join(map(str, differs))}; "
+                + "; ".join(
+                    f"the {ARM_LABEL[k]} arm saw {plural(fresh[k], 'different set')} in "
+                    f"{plural(epochs[k], 'epoch')}"
+                    for k in by_arm
+                ),
+                evidence={
+                    "epochs_differing": differs,
+                    "from_epoch": first,
+                    "distinct_epochs_by_arm": fresh,
+                    "epochs_by_arm": epochs,
+                },
+                fix="nothing to fix: torch reseeds the workers' random, numpy and torch RNGs for "
+                "every iterator, and persistent workers continue their seeded stream instead; "
+                "if results must match across the setting, derive augmentations from the "
+                "index and the epoch",
+            )
+        ]
+    return [
+        Finding(
+            id="content-not-reproducible",
+            severity="info",
+            arm=None,
+            title="samples differ between the arms already in epoch 1, with the same seed",
+            evidence={"epochs_differing": differs},
+            fix="the dataset draws randomness from a source loaderprof cannot seed (time, "
+            "os.urandom, an unseeded generator created at import)",
+        )
+    ]
+
+
+def check_iterable(report: Report) -> list[Finding]:
+    ds_len = report.extras.get("dataset_length")
+    if report.extras.get("dataset_kind") != "iterable":
+        return []
+    workers = int(report.config["loader"]["num_workers"])
+    out = []
+    for arm in report.arms.values():
+        for t in arm.trials[:1]:
+            for e in t.epochs[:1]:
+                repeats = e.max_sample_repeats
+                unsharded: tuple[str, dict[str, Any]] | None = None
+                if e.duplicate_samples:
+                    unsharded = (
+                        f"{plural(e.duplicate_samples, 'duplicate sample')} in epoch 1, each "
+                        f"sample seen up to {plural(repeats, 'time')} with "
+                        f"{plural(workers, 'worker')}",
+                        {
+                            "samples": e.samples,
+                            "distinct": e.distinct_samples,
+                            "max_repeats": repeats,
+                            "len": ds_len,
+                        },
+                    )
+                elif ds_len and e.samples == workers * ds_len and workers > 1:
+                    unsharded = (
+                        f"epoch 1 yielded {plural(e.samples, 'sample')} = "
+                        f"{plural(workers, 'worker')} × len {ds_len}",
+                        {"samples": e.samples, "len": ds_len, "workers": workers},
+                    )
+                if unsharded is not None:
+                    out.append(
+                        Finding(
+                            id="iterable-duplicates",
+                            severity="error",
+                            arm=arm.name,
+                            title=f"IterableDataset not sharded: {unsharded[0]}",
+                            evidence=unsharded[1],
+                            fix="shard the stream in __iter__ with "
+                            "torch.utils.data.get_worker_info() (id, num_workers)",
+                        )
+                    )
+                elif ds_len and e.samples != ds_len and not report.config["loader"]["drop_last"]:
+                    out.append(
+                        Finding(
+                            id="iterable-length",
+                            severity="warning",
+                            arm=arm.name,
+                            title=f"IterableDataset yielded {plural(e.samples, 'sample')} in "
+                            "epoch 1 but "
+                            f"len() says {ds_len}",
+                            evidence={"samples": e.samples, "len": ds_len},
+                            fix="make __len__ match what __iter__ yields across all workers "
+                            "(DataLoader warns when they disagree)",
+                        )
+                    )
+        if out:
+            break
+    return out
