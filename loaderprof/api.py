@@ -191,11 +191,11 @@ def gateable(report: Report) -> bool:
 def finalize(report: Report, prep: Prepared) -> Report:
     """The gates' results and the baseline's environment differences, on the report."""
     from loaderprof.analysis.gates import evaluate
-    from loaderprof.model.environment import fingerprint_differences
+    from loaderprof.model.environment import environment_differences
 
     info = None
     if prep.baseline is not None:
-        diffs = fingerprint_differences(prep.baseline.environment, report.environment)
+        diffs = environment_differences(prep.baseline.environment, report.environment)
         path = str(prep.baseline_path) if prep.baseline_path else "(in memory)"
         info = BaselineInfo(path, prep.baseline.created, tuple(diffs))
     if not prep.gates:

@@ -398,10 +398,10 @@ def baseline_info(plan: CommandPlan, report: CommandReport) -> BaselineInfo | No
     not transfer (compare's rule, model/environment.py)."""
     if plan.baseline is None:
         return None
-    from loaderprof.model.environment import fingerprint_differences
+    from loaderprof.model.environment import environment_differences
 
     old = plan.baseline
-    diffs = fingerprint_differences(old.environment, report.environment)
+    diffs = environment_differences(old.environment, report.environment)
     # Another command, or other epochs, time other work: named as a machine is.
     for key, a, b in (
         ("command", " ".join(old.command), " ".join(report.command)),

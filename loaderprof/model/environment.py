@@ -109,7 +109,9 @@ def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-FINGERPRINT_KEYS = (
+# What a report's figures depend on: a baseline that differs in one is flagged, and its
+# timing gates may not transfer (a Dataset's "fingerprint" is inside/fingerprint.py's).
+TIMING_KEYS = (
     "python",
     "torch",
     "machine",
@@ -121,10 +123,10 @@ FINGERPRINT_KEYS = (
 )
 
 
-def fingerprint_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+def environment_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """What differs between two environments in ways that change timings."""
     diffs = []
-    for key in FINGERPRINT_KEYS:
+    for key in TIMING_KEYS:
         if a.get(key) != b.get(key):
             diffs.append(f"{key}: {a.get(key)!r} → {b.get(key)!r}")
     return diffs

@@ -11,6 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from loaderprof.analysis.capacity import NodeMemoryEstimate
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
@@ -458,7 +459,7 @@ def distributed_tables(report: Report) -> list[RenderableType]:
     ]
 
 
-def plan_table(proj: Any, *, ranks: int, num_workers: int, arm: str) -> Table:
+def plan_table(proj: NodeMemoryEstimate, *, ranks: int, num_workers: int, arm: str) -> Table:
     """`loaderprof plan`: what was measured and what it projects to."""
     t = titled(
         f"Host memory for {plural(ranks, 'rank')} × {plural(num_workers, 'worker')} "

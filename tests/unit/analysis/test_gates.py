@@ -27,7 +27,7 @@ from loaderprof.comparing.scheduler import trial_order
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
-from loaderprof.model.environment import fingerprint_differences
+from loaderprof.model.environment import environment_differences
 from loaderprof.model.results import Report
 from loaderprof.report.csv_report import to_frame
 from loaderprof.report.junit import to_junit
@@ -158,10 +158,10 @@ def test_evaluate_absolute_and_relative() -> None:
     assert status == "fail"
 
 
-def test_fingerprint_differences() -> None:
+def test_environment_differences() -> None:
     a = {"python": "3.11", "torch": "2.1", "cpu_count": 2}
     b = {"python": "3.11", "torch": "2.2", "cpu_count": 8}
-    diffs = fingerprint_differences(a, b)
+    diffs = environment_differences(a, b)
     assert any("torch" in d for d in diffs) and any("cpu_count" in d for d in diffs)
     assert not any("python" in d for d in diffs)
 
