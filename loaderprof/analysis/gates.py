@@ -203,7 +203,8 @@ def watch_gates(fail_on: Sequence[str], *, pid: bool = False) -> tuple[str, ...]
 
 def watch_gates_hit(gates: Sequence[str], found: Sequence[str]) -> tuple[str, ...]:
     """The gated findings a watched run found: each one fails it."""
-    return tuple(g for g in gates if g in set(found))
+    seen = set(found)
+    return tuple(g for g in gates if g in seen)
 
 
 def _finding_spec(metric_text: str, expr: str, shown: str) -> str | None:

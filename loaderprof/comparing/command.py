@@ -476,9 +476,7 @@ def summarise(
         complete=complete,
         interrupted=interrupted,
         wall_s=wall_s,
-        plan=None
-        if why
-        else plan_outcome(plan.schedule.cap, plan.schedule.per_arm, per_arm, v, stopped),
+        plan=None if why else plan_outcome(plan.schedule, per_arm, v, stopped),
         findings=findings,
         max_batches=cut,
     )

@@ -16,7 +16,7 @@ from loaderprof.analysis.stats import (
     plan_ends,
 )
 from loaderprof.comparing.scheduler import ProgressCallback, StopRule, run_schedule
-from loaderprof.config.run import RunConfig
+from loaderprof.config.run import RunConfig, Schedule
 from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning
@@ -122,8 +122,8 @@ def build_report(
         verdict=verdict,
         projection=projection,
         findings_checked=findings_checked(report),
-        plan=_plan_outcome(
-            cfg,
+        plan=plan_outcome(
+            cfg.schedule,
             sum(t.times_epochs for t in p.trials),
             settled,
             # One wording for a plan a signal or a failure cut short (NOTE [partial reports]).
@@ -173,36 +173,28 @@ def _arms(trials: Sequence[TrialResult]) -> dict[str, ArmResult]:
     return arms
 
 
-def _plan_outcome(
-    cfg: RunConfig, per_arm: int, verdict: Verdict | None, cut_short: str | None = None
-) -> PlanOutcome:
-    s = cfg.schedule
-    return plan_outcome(s.cap, s.fixed, per_arm, verdict, cut_short, fixed_why=s.fixed_why)
-
-
 def plan_outcome(
-    max_trials: int | None,
-    fixed_trials: int,
+    schedule: Schedule,
     per_arm: int,
     verdict: Verdict | None,
     cut_short: str | None = None,
-    *,
-    fixed_why: str = "--trials",
 ) -> PlanOutcome:
-    """How the plan ended, in compare's words; `max_trials` None: a fixed plan of
-    `fixed_trials` per arm (NOTE [sequential looks]). compare -- COMMAND's too."""
+    """How the plan ended, in compare's words (NOTE [sequential looks]); compare --
+    COMMAND's too."""
     settled = verdict is not None and verdict.decided
-    if max_trials is None:
+    fixed = schedule.fixed
+    if not schedule.adaptive:
         return PlanOutcome(
             "fixed",
             per_arm,
-            fixed_trials,
+            fixed,
             1,
             1,
             CONFIDENCE,
             settled,
-            cut_short or f"fixed plan ({fixed_why}): {plural(fixed_trials, 'trial')} per arm",
+            cut_short or f"fixed plan ({schedule.fixed_why}): {plural(fixed, 'trial')} per arm",
         )
+    max_trials = schedule.max_trials
     looks = look_points(max_trials)
     taken = sum(1 for k in looks if k <= per_arm)
     if cut_short:

@@ -40,9 +40,10 @@ FLAG_KEYS = {
 
 @dataclass(frozen=True)
 class Schedule:
-    """How many trials per arm a run takes, decided once for compare, its sweeps and
-    compare -- COMMAND alike (NOTE [sequential looks]): adaptive (a look at 2, 3, ...
-    stops once the verdict is settled, at most `max_trials`) or `fixed` per arm."""
+    """How many trials per arm a run takes, decided once for compare and compare --
+    COMMAND alike (NOTE [sequential looks]): adaptive (a look at 2, 3, ... stops once
+    the verdict is settled, at most `max_trials`) or `fixed` per arm. A sweep always
+    runs `fixed`."""
 
     adaptive: bool
     max_trials: int

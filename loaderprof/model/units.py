@@ -38,8 +38,9 @@ _TIME_DIGITS = {"µs": 0, "ms": 1, "s": 2, "min": 1}
 
 
 def time_unit(seconds: float) -> tuple[str, float]:
-    """The unit `seconds` (≥ 0) reads best in, and the factor from seconds to it."""
-    return next((name, k) for limit, name, k in TIME_UNITS if seconds < limit)
+    """The unit `seconds` (≥ 0) reads best in, and the factor from seconds to it
+    (minutes from 120 s on, an infinite time included)."""
+    return next(((name, k) for limit, name, k in TIME_UNITS if seconds < limit), ("min", 1 / 60))
 
 
 def byte_unit(n: float) -> tuple[str, int]:

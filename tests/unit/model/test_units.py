@@ -30,6 +30,14 @@ def test_formatting() -> None:
     assert fmt_seconds(0.2) == "200.0 ms"
     assert fmt_seconds(2.5) == "2.50 s"
     assert fmt_seconds(0.00005) == "50 µs"
+    # Each unit from its threshold on, as the one unit table says (and the tables use).
+    assert [fmt_seconds(s) for s in (0.001, 1.0, 120.0)] == ["1.0 ms", "1.00 s", "2.0 min"]
+    assert fmt_seconds(float("inf")) == "inf min"
+    assert [fmt_bytes(n) for n in (1023, 1024, 1024**4 * 2048)] == [
+        "1023 B",
+        "1.0 KiB",
+        "2048.0 TiB",
+    ]
 
 
 @pytest.mark.parametrize(
