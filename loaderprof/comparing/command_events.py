@@ -12,37 +12,40 @@ from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.hook import same_site
 from loaderprof.inside.waits import wait_split
+from loaderprof.measure.readings import IterSpan, iter_spans
 from loaderprof.model.command import CommandEpoch, MainLoader
 
 
-@dataclass
-class _Epoch:
-    start: int
-    first: int | None = None
-    end: int | None = None
-    batches: int = 0
-    planned: int | None = None
-    # The end event (its waits, how it ended, the stamp of its last batch).
-    end_ev: Mapping[str, Any] | None = None
+def _end_ns(e: IterSpan) -> int | None:
+    return None if e.end is None else int(e.end["t"])
+
+
+def _batches(e: IterSpan) -> int:
+    return 0 if e.end is None else int(e.end.get("batches", 0))
 
 
 @dataclass
 class _Loader:
     created: Mapping[str, Any]
-    epochs: list[_Epoch] = field(default_factory=list)
+    # Its own events, in the order read.
+    events: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def epochs(self) -> list[IterSpan]:
+        return iter_spans(self.events, str(self.created["loader"]))
+
+    @property
+    def ended(self) -> list[IterSpan]:
+        return [e for e in self.epochs if e.end is not None]
 
     @property
     def batches(self) -> int:
-        return sum(e.batches for e in self.epochs if e.end is not None)
-
-    @property
-    def ended(self) -> list[_Epoch]:
-        return [e for e in self.epochs if e.end is not None]
+        return sum(_batches(e) for e in self.ended)
 
 
 class CommandTrace:
     """The loaders of one run of the command and their epochs, fed its events in the
-    order they were read (one process writes a loader's events, in order)."""
+    order they were read; each loader's epochs by the one rule (`iter_spans`)."""
 
     def __init__(self, t0_ns: int, site: str | None = None) -> None:
         self.t0 = t0_ns
@@ -54,22 +57,13 @@ class CommandTrace:
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
             self.events.append(ev)
-            kind, lid = ev.get("ev"), ev.get("loader")
-            if kind == Ev.LOADER_CREATED and isinstance(lid, str):
+            lid = ev.get("loader")
+            if not isinstance(lid, str):
+                continue
+            if ev.get("ev") == Ev.LOADER_CREATED:
                 self.loaders.setdefault(lid, _Loader(ev))
-                continue
-            ld = self.loaders.get(lid) if isinstance(lid, str) else None
-            if ld is None:
-                continue
-            if kind == Ev.ITER_START:
-                planned = ev.get("planned")
-                ld.epochs.append(_Epoch(int(ev["t"]), planned=_int_or_none(planned)))
-            elif kind == Ev.ITER_FIRST_BATCH and ld.epochs and ld.epochs[-1].first is None:
-                ld.epochs[-1].first = int(ev["t"])
-            elif kind == Ev.ITER_END and ld.epochs and ld.epochs[-1].end is None:
-                ld.epochs[-1].end = int(ev["t"])
-                ld.epochs[-1].batches = int(ev.get("batches", 0))
-                ld.epochs[-1].end_ev = ev
+            elif lid in self.loaders:
+                self.loaders[lid].events.append(ev)
 
     def in_epoch(self) -> bool:
         """Some loader's epoch has begun and not ended, as far as the events read say."""
@@ -118,7 +112,7 @@ class CommandTrace:
         }
         return sorted(seen, key=lambda r: -1 if r is None else int(str(r)))
 
-    def _rank_epochs(self, lid: str, rank: object) -> list[_Epoch]:
+    def _rank_epochs(self, lid: str, rank: object) -> list[IterSpan]:
         siblings = self._siblings(lid, rank)
         rebuilt = len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings)
         if rebuilt:
@@ -126,15 +120,15 @@ class CommandTrace:
         else:
             # The one that ran the most batches, as `main_id` chooses.
             pool = max(siblings, key=lambda ld: ld.batches).ended
-        return sorted(pool, key=lambda e: e.start)
+        return sorted(pool, key=lambda e: e.start_ns)
 
-    def _slowest(self, lid: str) -> list[_Epoch]:
+    def _slowest(self, lid: str) -> list[IterSpan]:
         """The main loader's ended epochs in time order, over its rebuilds; under
         torchrun each epoch its slowest rank's, as many as every rank ended."""
         per_rank = [self._rank_epochs(lid, r) for r in self._ranks(lid)]
         n = min(len(p) for p in per_rank)
         return [
-            max((p[i] for p in per_rank), key=lambda e: (e.end or e.start) - e.start)
+            max((p[i] for p in per_rank), key=lambda e: (_end_ns(e) or e.start_ns) - e.start_ns)
             for i in range(n)
         ]
 
@@ -179,7 +173,7 @@ class CommandTrace:
         lid = self.main_id()
         if lid is None:
             return None
-        starts = [e.start for ld in self._siblings(lid) for e in ld.epochs]
+        starts = [e.start_ns for ld in self._siblings(lid) for e in ld.epochs]
         return (min(starts) - self.t0) / NS if starts else None
 
     def built_any(self) -> bool:
@@ -190,17 +184,17 @@ def _int_or_none(v: Any) -> int | None:
     return int(v) if isinstance(v, int) else None
 
 
-def _epoch(index: int, e: _Epoch) -> CommandEpoch:
-    wall = ((e.end or e.start) - e.start) / NS
-    end = e.end_ev or {}
+def _epoch(index: int, e: IterSpan) -> CommandEpoch:
+    end = e.end or {}
+    wall = ((_end_ns(e) or e.start_ns) - e.start_ns) / NS
     last = end.get("last_batch")
     return CommandEpoch(
         index=index,
         wall_s=wall,
-        first_batch_s=None if e.first is None else (e.first - e.start) / NS,
-        batches=e.batches,
+        first_batch_s=None if e.first_ns is None else (e.first_ns - e.start_ns) / NS,
+        batches=_batches(e),
         wait=wait_split(end, wall),
         cut=end.get("ended") == "cut",
         planned_batches=e.planned,
-        last_batch_s=(int(last) - e.start) / NS if isinstance(last, int) else None,
+        last_batch_s=(int(last) - e.start_ns) / NS if isinstance(last, int) else None,
     )

@@ -3,7 +3,8 @@ compare's assembly (`measure.assemble`, `checks`) and watch's (`watching`).
 
 Which walks can be summed, which readings speak for a pause, how many worker
 processes were alive at once, whether later epochs reused the workers, the
-window a copy-on-read reading spans, and the Dataset's state a state event reports.
+window a copy-on-read reading spans, the Dataset's state a state event reports, and
+a hooked loader's epochs in its `iter_*` events.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loaderprof.inside.events import Ev
@@ -121,3 +123,41 @@ def dataset_state(ev: Mapping[str, Any], epoch: int) -> DatasetState:
         skipped=tuple(ev.get("skipped") or ()),
         took_s=ev.get("took_s"),
     )
+
+
+@dataclass(frozen=True)
+class IterSpan:
+    """One epoch of a hooked loader (NOTE [watch hook]): its `iter()`, its first
+    batch, and the event that ended it (None while it runs, or where the next `iter()`
+    came first)."""
+
+    start_ns: int
+    planned: int | None
+    first_ns: int | None
+    end: Mapping[str, Any] | None
+
+
+_ITER = (Ev.ITER_START, Ev.ITER_FIRST_BATCH, Ev.ITER_END)
+
+
+def iter_spans(events: Iterable[Mapping[str, Any]], loader: str) -> list[IterSpan]:
+    """`loader`'s epochs, in time order: each `iter_start` opens one, which takes
+    the first `iter_first_batch` and the first `iter_end` before the next opens
+    (one process writes a loader's events, so a stable sort keeps their order).
+    compare -- COMMAND reads them while the command runs, watch once it ended."""
+    mine = sorted(
+        (ev for ev in events if ev.get("loader") == loader and ev.get("ev") in _ITER),
+        key=lambda ev: ev["t"],
+    )
+    spans: list[IterSpan] = []
+    for ev in mine:
+        if ev["ev"] == Ev.ITER_START:
+            planned = ev.get("planned")
+            spans.append(
+                IterSpan(int(ev["t"]), planned if isinstance(planned, int) else None, None, None)
+            )
+        elif spans and ev["ev"] == Ev.ITER_FIRST_BATCH and spans[-1].first_ns is None:
+            spans[-1] = replace(spans[-1], first_ns=int(ev["t"]))
+        elif spans and ev["ev"] == Ev.ITER_END and spans[-1].end is None:
+            spans[-1] = replace(spans[-1], end=ev)
+    return spans

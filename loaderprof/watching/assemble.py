@@ -25,6 +25,7 @@ from loaderprof.measure.readings import (
     dataset_state,
     deep_ticks,
     in_pause,
+    iter_spans,
     workers_reused,
 )
 from loaderprof.measure.sampler import Sample
@@ -164,18 +165,18 @@ def _with_reading(
     return tuple(out)
 
 
+def _iter_events(evs: Events) -> list[Mapping[str, Any]]:
+    return [*evs[Ev.ITER_START], *evs[Ev.ITER_FIRST_BATCH], *evs[Ev.ITER_END]]
+
+
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
-    opened = [ev for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
-    starts = [ev["t"] for ev in opened]
-    firsts = [ev["t"] for ev in evs[Ev.ITER_FIRST_BATCH] if ev.get("loader") == lid]
-    ends = [ev for ev in evs[Ev.ITER_END] if ev.get("loader") == lid]
+    spans = iter_spans(_iter_events(evs), lid)
     out = []
-    for i, start in enumerate(starts):
-        stop = starts[i + 1] if i + 1 < len(starts) else t_end + 1
-        first = next((t for t in firsts if start <= t < stop), None)
-        end = next((ev for ev in ends if start <= ev["t"] < stop), None)
+    for i, span in enumerate(spans):
+        start, first, end = span.start_ns, span.first_ns, span.end
+        stop = spans[i + 1].start_ns if i + 1 < len(spans) else t_end + 1
         lo, hi = (start - t0) / NS, ((end["t"] if end else min(stop, t_end)) - t0) / NS
         # A pool the loop left alive (a framework's non-persistent iterator) ends once the
         # next iterator replaces it, before that one's first batch: it served no batch.
@@ -198,7 +199,7 @@ def _epochs(
                 new_worker_pids=tuple(sorted(w.pid for w in alive if w.init_s >= lo)),
                 # Before the hook told how an epoch ended, only StopIteration ended one.
                 ended=None if end is None else str(end.get("ended", "exhausted")),
-                planned_batches=opened[i].get("planned"),
+                planned_batches=span.planned,
                 wait=None if end is None else wait_split(end, (end["t"] - start) / NS),
             )
         )
@@ -229,7 +230,7 @@ def _states(evs: Events, lid: str) -> tuple[DatasetState, ...]:
     each `iter()` of a persistent loader (taken just before its stamp: the epoch
     whose `iter()` comes next) and each worker's as its pool resumed (the epoch whose
     `iter()` came last before it)."""
-    starts = [ev["t"] for ev in evs[Ev.ITER_START] if ev.get("loader") == lid]
+    starts = [span.start_ns for span in iter_spans(_iter_events(evs), lid)]
 
     def epoch(kind: str, t: int) -> int:
         if kind == Ev.MAIN_STATE:

@@ -1,5 +1,6 @@
 """One rule each: compare's checks and watch's findings give the same answer to the same
-readings (memory growth with new memory behind it, copy-on-read)."""
+readings (memory growth with new memory behind it, copy-on-read), and compare --
+COMMAND's trace and watch's assembly the same epochs to the same hook events."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 import loaderprof
 from fakes import FakeRunner
 from loaderprof.checks import memory
+from loaderprof.comparing.command_events import CommandTrace
+from loaderprof.measure.readings import iter_spans
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import Report
 from loaderprof.model.trials import BatchSpan, ProcessTimeline, WorkerState
@@ -165,3 +168,47 @@ def test_a_one_step_rise_is_not_copy_on_read(
     rss = [158 * MiB] * 3
     assert _compare_copies(report, uss, rss) is copies
     assert _watch_copies(uss, rss) is copies
+
+
+def _iter_events() -> list[dict[str, object]]:
+    """One loader's three epochs: the second left before its end, the first with a
+    stray second end; another loader's epoch in between."""
+    lid, other = "100.1", "100.2"
+    return [
+        {"ev": "loader_created", "t": S // 10, "pid": 100, "loader": lid, "site": "t.py:9"},
+        {"ev": "loader_created", "t": S // 5, "pid": 100, "loader": other, "site": "v.py:3"},
+        {"ev": "iter_start", "t": 1 * S, "pid": 100, "loader": lid, "planned": 4},
+        {"ev": "iter_first_batch", "t": int(1.2 * S), "pid": 100, "loader": lid},
+        {"ev": "iter_start", "t": int(1.5 * S), "pid": 100, "loader": other, "planned": 1},
+        {"ev": "iter_end", "t": int(1.6 * S), "pid": 100, "loader": other, "batches": 1},
+        {"ev": "iter_end", "t": 2 * S, "pid": 100, "loader": lid, "batches": 4},
+        {"ev": "iter_end", "t": int(2.5 * S), "pid": 100, "loader": lid, "batches": 9},
+        {"ev": "iter_start", "t": 3 * S, "pid": 100, "loader": lid, "planned": 4},
+        {"ev": "iter_first_batch", "t": int(3.1 * S), "pid": 100, "loader": lid},
+        {"ev": "iter_start", "t": 5 * S, "pid": 100, "loader": lid, "planned": None},
+        {"ev": "iter_first_batch", "t": int(5.3 * S), "pid": 100, "loader": lid},
+        {"ev": "iter_end", "t": 6 * S, "pid": 100, "loader": lid, "batches": 3},
+    ]
+
+
+def test_iter_spans_split_a_loaders_epochs() -> None:
+    spans = iter_spans(reversed(_iter_events()), "100.1")
+    assert [(s.start_ns, s.first_ns, s.planned) for s in spans] == [
+        (1 * S, int(1.2 * S), 4),
+        (3 * S, int(3.1 * S), 4),
+        (5 * S, int(5.3 * S), None),
+    ]
+    assert [None if s.end is None else s.end["batches"] for s in spans] == [4, None, 3]
+
+
+def test_hooked_epochs_are_one_rule() -> None:
+    """compare -- COMMAND's live trace and watch's assembly see the same epochs."""
+    trace = CommandTrace(0)
+    trace.feed(_iter_events())
+    (watched, _) = loaders(by_kind(_iter_events()), (), {}, 0, 7 * S)
+    ended = [e for e in watched.epochs if e.end_s is not None]
+    assert [(e.wall_s, e.first_batch_s, e.batches) for e in trace.epochs(9)] == [
+        (e.wall_s, e.first_batch_s, e.batches) for e in ended
+    ]
+    assert [e.batches for e in ended] == [4, 3]
+    assert [e.end_s is None for e in watched.epochs] == [False, True, False]
