@@ -109,7 +109,7 @@ class LoaderprofReport:
         return getattr(self.report, name)
 
     def __repr__(self) -> str:
-        dataset = self.report.config.get("dataset")
+        dataset = self.report.config.dataset
         return f"<LoaderprofReport {dataset}: {self.report.recommendation}>"
 
     def text(self, *, verbose: bool = False) -> str:

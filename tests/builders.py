@@ -14,8 +14,8 @@ from loaderprof.model.results import (
     SlowestRank,
 )
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
-from loaderprof.model.units import MiB
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchReport
+from loaderprof.units import MiB
 
 __all__ = ["MiB", "distributed_summary", "make_pair", "make_trial", "watch_report"]
 

@@ -21,7 +21,7 @@ from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.runner import EventCallback, TrialInterrupted, TrialSlot
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import TrialError, TrialResult
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 S = 1_000_000_000
 

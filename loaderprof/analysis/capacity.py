@@ -8,7 +8,7 @@ from typing import Any
 
 from loaderprof.errors import UsageError
 from loaderprof.model.results import Report
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def project(
             "the report has no memory figures (it was measured with "
             "--sample-interval 0): measure again with sampling on"
         )
-    measured = int(report.config["loader"]["num_workers"])
+    measured = report.config.loader.num_workers
     uss = int(s.peak_worker_uss_bytes.median)
     base = int(s.peak_total_pss_bytes.median)
     per_rank = base + (num_workers - measured) * uss

@@ -38,7 +38,7 @@ from loaderprof.errors import UsageError
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
 from loaderprof.model.results import GateResult, GateStatus, Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds, parse_size
+from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (
     "steady_epoch_ratio",

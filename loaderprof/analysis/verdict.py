@@ -36,7 +36,7 @@ from loaderprof.model.results import (
     Ratio,
     Verdict,
 )
-from loaderprof.model.units import MiB, fmt_bytes, fmt_change, fmt_ratio, fmt_seconds, plural
+from loaderprof.units import MiB, fmt_bytes, fmt_change, fmt_ratio, fmt_seconds, plural
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 
 def check_order(report: Report) -> list[Finding]:
     out = []
-    shuffle = bool(report.config["loader"].get("shuffle"))
+    shuffle = bool(report.config.loader.shuffle)
     orders = {
         name: [e.order_digest for e in arm.trials[0].epochs] if arm.trials else []
         for name, arm in report.arms.items()
@@ -177,7 +177,7 @@ def check_iterable(report: Report) -> list[Finding]:
     ds_len = report.extras.get("dataset_length")
     if report.extras.get("dataset_kind") != "iterable":
         return []
-    workers = int(report.config["loader"]["num_workers"])
+    workers = report.config.loader.num_workers
     out = []
     for arm in report.arms.values():
         for t in arm.trials[:1]:
@@ -214,7 +214,7 @@ def check_iterable(report: Report) -> list[Finding]:
                             "torch.utils.data.get_worker_info() (id, num_workers)",
                         )
                     )
-                elif ds_len and e.samples != ds_len and not report.config["loader"]["drop_last"]:
+                elif ds_len and e.samples != ds_len and not report.config.loader.drop_last:
                     out.append(
                         Finding(
                             id="iterable-length",

@@ -4,7 +4,7 @@ limit (cgroup) the arms' peaks come near."""
 from __future__ import annotations
 
 from loaderprof.model.results import Finding, Report
-from loaderprof.model.units import fmt_bytes
+from loaderprof.units import fmt_bytes
 
 # "Near" a limit: a fifth of it left.
 NEAR_LIMIT = 0.8
@@ -18,9 +18,9 @@ def check_environment(report: Report) -> list[Finding]:
         size = max(sizes)
         peak = max((t.shm_peak_used_bytes or 0) for t in trials)
         batch = max(((e.max_batch_bytes or 0) for t in trials for e in t.epochs), default=0)
-        lo = report.config["loader"]
-        prefetch = lo.get("prefetch_factor") or 2
-        need = int(lo["num_workers"]) * int(prefetch) * batch
+        lo = report.config.loader
+        prefetch = lo.prefetch_factor or 2
+        need = lo.num_workers * prefetch * batch
         if peak >= NEAR_LIMIT * size or need >= NEAR_LIMIT * size:
             out.append(
                 Finding(

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes, listing, noun, plural
+from loaderprof.units import fmt_bytes, listing, noun, plural
 
 # Shown in a title: a longer series keeps its first and last readings.
 SHOWN_READINGS = 6

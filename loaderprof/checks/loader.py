@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from loaderprof.model.results import ARM_LABEL, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
-from loaderprof.model.units import MiB, fmt_bytes, fmt_pct, plural
+from loaderprof.units import MiB, fmt_bytes, fmt_pct, plural
 
 # A worker is a straggler when its median batch takes this many times the other
 # workers' median, and the in-order wait it causes is at least this share of an epoch.
@@ -74,8 +74,8 @@ def in_order_wait(
 def check_straggler(report: Report) -> list[Finding]:
     """One worker whose batches take much longer than the others' holds back in-order
     delivery; say what that costs per epoch and what to try."""
-    lo = report.config["loader"]
-    if lo.get("in_order") is False:
+    lo = report.config.loader
+    if lo.in_order is False:
         return []
     trials = _complete(report)
     times = _batch_times(trials)
@@ -89,8 +89,8 @@ def check_straggler(report: Report) -> list[Finding]:
         return []
     batches = int(statistics.median(e.batches for e in epochs))
     wall = statistics.median(e.wall_s for e in epochs)
-    prefetch = lo.get("prefetch_factor") or DEFAULT_PREFETCH
-    step_s = float(report.config.get("step_ms") or 0) / 1000
+    prefetch = lo.prefetch_factor or DEFAULT_PREFETCH
+    step_s = report.config.step_ms / 1000
     ordered, unordered = in_order_wait(times, batches, prefetch, step_s)
     saving = ordered - unordered
     if wall <= 0 or saving < max(STRAGGLER_MIN_SHARE * wall, STRAGGLER_MIN_S):
@@ -170,9 +170,8 @@ def check_idle_workers(report: Report) -> list[Finding]:
     the whole training, for nothing. Reported when it happens in every epoch of an arm
     (a cause in the Dataset's shape, so in every run); epochs cut short by
     --max-batches do not count."""
-    lo = report.config["loader"]
-    n = int(lo["num_workers"])
-    cut = report.config.get("max_batches")
+    n = report.config.loader.num_workers
+    cut = report.config.max_batches
     idle: dict[str, list[int]] = {}
     for arm in report.arms.values():
         for t in arm.trials[:1]:
@@ -247,7 +246,7 @@ def check_threads(report: Report) -> list[Finding]:
             arms.append((arm.name, workers))
     if not arms or not cpus:
         return []
-    n = int(report.config["loader"]["num_workers"])
+    n = report.config.loader.num_workers
     name, workers = max(arms, key=lambda a: statistics.median(w.cpu_demand or 0 for w in a[1]))
     per_worker = statistics.median(w.cpu_demand or 0.0 for w in workers)
     extra = statistics.median(w.thread_cpu_demand or 0.0 for w in workers)

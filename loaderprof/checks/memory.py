@@ -14,7 +14,7 @@ from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.measure.readings import copy_window
 from loaderprof.model.results import ArmResult, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 
 def _persistent_workers(arm: ArmResult) -> list[tuple[TrialResult, WorkerResult]]:
@@ -92,7 +92,7 @@ def check_copy_on_read(report: Report) -> list[Finding]:
     flat: reading Python objects inherited from the parent writes their refcounts and
     turns shared pages private (PyTorch issue #13246). What a worker copied once while
     starting (imports, module objects) is its start-up cost, not this finding."""
-    if (report.environment.get("start_method") or report.config["loader"]["mp_context"]) != "fork":
+    if (report.environment.get("start_method") or report.config.loader.mp_context) != "fork":
         return []
     hits = []
     for arm in report.arms.values():

@@ -56,7 +56,7 @@ def checks_run(report: Report) -> list[str]:
     anything)."""
     trials = [t for arm in report.arms.values() for t in arm.trials]
     sampled = any(w.states for t in trials for w in t.workers)
-    fork = report.environment.get("start_method") or report.config["loader"]["mp_context"]
+    fork = report.environment.get("start_method") or report.config.loader.mp_context
     ran = {
         "state": any(t.dataset_states for t in trials),
         "growth": sampled,
@@ -69,7 +69,7 @@ def checks_run(report: Report) -> list[str]:
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
         "idle": any(e.worker_pids for t in trials for e in t.epochs),
-        "stragglers": report.config["loader"].get("in_order") is not False
+        "stragglers": report.config.loader.in_order is not False
         and any(w.median_batch_s is not None for t in trials for w in t.workers),
     }
     return [cid for cid, did in ran.items() if did]

@@ -50,12 +50,12 @@ def run(values: dict[str, Any]) -> int:
     new_report = read_report(new, needs=_NEEDS)
     # Only the seed matters here (the bootstrap behind the gates' intervals).
     cfg = RunConfig(
-        dataset=str(new_report.config.get("dataset") or new),
-        seed=int(new_report.config.get("seed", 0)),
+        dataset=new_report.config.dataset,
+        seed=new_report.config.seed,
     )
     prep = api.Prepared(cfg, tuple(gates), gate_opts.strict, old_report, old)
     report = api.finalize(new_report, prep)
-    rows = diff_rows(old_report, new_report, seed=int(report.config.get("seed", 0)))
+    rows = diff_rows(old_report, new_report, seed=report.config.seed)
     console = stdout_console(outputs.json_to_stdout)
     console.print(diff_table(rows, f"{new} vs baseline {old}"))
     if report.baseline is not None and report.baseline.differences:

@@ -27,12 +27,12 @@ def plan(
     from loaderprof.analysis.capacity import project
     from loaderprof.commands.common import stdout_console
     from loaderprof.model.environment import environment
-    from loaderprof.model.units import fmt_bytes
     from loaderprof.report.console import plan_table
     from loaderprof.report.json_report import read_report
+    from loaderprof.units import fmt_bytes
 
     report = read_report(path, needs="loaderprof plan reads compare reports")
-    w = num_workers if num_workers is not None else int(report.config["loader"]["num_workers"])
+    w = num_workers if num_workers is not None else report.config.loader.num_workers
     proj = project(report, ranks=ranks, num_workers=w, arm=arm, environment=environment(None))
     console = stdout_console(False)
     console.print(plan_table(proj, ranks=ranks, num_workers=w, arm=arm))

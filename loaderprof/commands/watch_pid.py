@@ -18,7 +18,7 @@ from loaderprof.commands.common import (
 )
 from loaderprof.config.options import AttachOptions, OutputOptions, fill
 from loaderprof.errors import INTERRUPTS, UsageError
-from loaderprof.model.units import fmt_seconds
+from loaderprof.units import fmt_seconds
 
 
 def _refuse(values: dict[str, Any]) -> None:

@@ -54,7 +54,7 @@ from loaderprof.model.command import (
 from loaderprof.model.environment import SCHEMA_VERSION
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import BaselineInfo, Finding, Verdict
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 _POLL_S = 0.02
 # The command's own output, kept per trial: its last lines are shown when it fails.

@@ -32,8 +32,8 @@ from loaderprof.model.results import (
     Verdict,
 )
 from loaderprof.model.trials import TrialError, TrialResult
-from loaderprof.model.units import plural
 from loaderprof.report.partial import plan_words
+from loaderprof.units import plural
 from loaderprof.version import __version__
 
 
@@ -91,7 +91,7 @@ def build_report(
         schema_version=SCHEMA_VERSION,
         tool={"name": "loaderprof", "version": __version__},
         environment=env,
-        config=cfg.to_dict(),
+        config=cfg.recorded(),
         arms=arms,
         comparison=comparison,
         # Decided below, once the findings are in (NOTE [one verdict]).

@@ -30,7 +30,7 @@ from loaderprof.model.results import (
     SweepRecommendation,
     SweepReport,
 )
-from loaderprof.model.units import fmt_bytes, fmt_seconds
+from loaderprof.units import fmt_bytes, fmt_seconds
 from loaderprof.version import __version__
 
 NEAR_FASTEST = 0.05

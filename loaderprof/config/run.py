@@ -18,7 +18,6 @@ from typing import Any
 
 from loaderprof.config.refs import ObjectRef
 from loaderprof.errors import UsageError
-from loaderprof.model.units import noun
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -219,12 +218,17 @@ class RunConfig:
             return self.idle_ms
         return 2 * self.sample_interval_ms
 
+    def recorded(self) -> RunConfig:
+        """As a report records it (`Report.config`): the pause after each epoch that
+        ran, not the rule that sized it."""
+        return replace(self, idle_ms=self.effective_idle_ms)
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """Plain data, as the trial child receives it and a report's JSON holds it."""
+        d = asdict(self.recorded())
         d["dataset_args"] = dict(self.dataset_args)
         d["val_args"] = dict(self.val_args)
         d["loader"]["loader_args"] = dict(self.loader.loader_args)
-        d["idle_ms"] = self.effective_idle_ms
         return d
 
     @classmethod
@@ -393,7 +397,7 @@ def _check_type(key: str, value: Any, source: str) -> Any:
                 raise UsageError(f"--trials must be an integer or 'auto', got {value!r}")
             raise bad("an integer or 'auto'")
     elif key == "memory_budget":
-        from loaderprof.model.units import parse_size
+        from loaderprof.units import parse_size
 
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise bad('a size such as "8GiB"')
@@ -458,7 +462,8 @@ def build_config(
     loader_kwargs = {k: merged.pop(k) for k in list(merged) if k in _LOADER_KEYS}
     unknown = set(merged) - _RUN_KEYS
     if unknown:
-        raise UsageError(f"unknown {noun(len(unknown), 'option')}: {', '.join(sorted(unknown))}")
+        many = "s" if len(unknown) > 1 else ""
+        raise UsageError(f"unknown option{many}: {', '.join(sorted(unknown))}")
     cfg = RunConfig(
         dataset=dataset, dataset_args=args, loader=LoaderOptions(**loader_kwargs), **merged
     )

@@ -208,7 +208,7 @@ def _top_bytes(f: BinaryIO, first: int, count: int) -> bytes:
 
 
 # Each kind of handle a worker can leak, as the findings name one of it (counts
-# agree through `loaderprof.model.units.plural`).
+# agree through `loaderprof.units.plural`).
 HANDLE_LABELS = {
     "files": "open file",
     "inet": "network connection",

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 # Other processes' share of the usable cores above which timings are flagged: a
 # quarter of a 2-core runner is one busy loop on half the run.

@@ -35,7 +35,7 @@ from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
 from loaderprof.model.trials import SamplerStats, TrialError, TrialResult
-from loaderprof.model.units import fmt_bytes
+from loaderprof.units import fmt_bytes
 
 EventCallback = Callable[[Mapping[str, Any]], None]
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loaderprof.config.run import RunConfig
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.environment import ReportHead
 from loaderprof.model.metrics import Ratio, Stat
@@ -276,7 +277,8 @@ class Report:
     schema_version: int
     tool: Mapping[str, str]
     environment: Mapping[str, Any]
-    config: Mapping[str, Any]
+    # What ran, as the report records it (`RunConfig.recorded`).
+    config: RunConfig
     arms: Mapping[str, ArmResult]
     comparison: Comparison | None
     verdict: Verdict | None

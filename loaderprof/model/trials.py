@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from loaderprof.model.datawait import WaitSplit
-from loaderprof.model.units import elapsed
+from loaderprof.units import elapsed
 
 
 @dataclass(frozen=True)

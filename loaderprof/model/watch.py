@@ -16,7 +16,7 @@ from loaderprof.model.environment import ReportHead
 from loaderprof.model.metrics import PauseMemory, Stat
 from loaderprof.model.results import Finding
 from loaderprof.model.trials import DatasetState
-from loaderprof.model.units import elapsed
+from loaderprof.units import elapsed
 
 
 @dataclass(frozen=True)

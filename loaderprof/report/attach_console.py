@@ -7,9 +7,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from loaderprof.model.attached import AttachedPool, AttachReport
-from loaderprof.model.units import fmt_bytes, fmt_pct, fmt_seconds, plural
 from loaderprof.report.console import findings_panel
 from loaderprof.report.tables import titled
+from loaderprof.units import fmt_bytes, fmt_pct, fmt_seconds, plural
 
 # Characters of the pool timeline: what is left of 80 columns after the pool's name.
 _WIDTH = 60

@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 from loaderprof.model.attached import AttachedPool, AttachReport
-from loaderprof.model.units import MiB, plural
 from loaderprof.report.trace import meta, span, us
+from loaderprof.units import MiB, plural
 
 # Pool tracks get pids of their own, far from any real pid.
 _POOL_PID = 10_000_000

@@ -15,7 +15,6 @@ from loaderprof.analysis.capacity import NodeMemoryEstimate
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
-from loaderprof.model.units import byte_unit, fmt_bytes, fmt_seconds, plural, time_unit
 from loaderprof.report.datawait import COMPARE_HEAD, compare_wait_rows
 from loaderprof.report.partial import NOT_MEASURED, unmeasured_arms
 from loaderprof.report.rows import (
@@ -33,6 +32,7 @@ from loaderprof.report.rows import (
 from loaderprof.report.tables import titled
 from loaderprof.report.trial_tables import epochs_table, workers_table
 from loaderprof.report.wrap import keep_figures_whole
+from loaderprof.units import byte_unit, fmt_bytes, fmt_seconds, plural, time_unit
 
 # Every screen is built from this module's pieces: however a command or a test
 # renders one, its prose keeps each figure with its unit (report/wrap.py).
@@ -48,7 +48,7 @@ def _reused(arm: ArmResult) -> str:
 
 
 def _title(report: Report) -> str:
-    return f"{report.config['dataset']} · {loader_text(report)} · {plan_text(report)}"
+    return f"{report.config.dataset} · {loader_text(report)} · {plan_text(report)}"
 
 
 def _stacked(text: str) -> str:

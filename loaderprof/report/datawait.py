@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import ARM_LABEL, ARMS, Report
-from loaderprof.model.units import fmt_pct, fmt_seconds
 from loaderprof.model.watch import WatchedLoader
+from loaderprof.units import fmt_pct, fmt_seconds
 
 COMPARE_HEAD = "data wait in the median steady epoch (the main process inside the loader)"
 

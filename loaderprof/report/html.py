@@ -25,8 +25,8 @@ from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, Report
 from loaderprof.model.trials import EpochResult, TrialResult
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
+from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 # The same arm colours as the --plot figure, so the two read alike.
 _VERDICT = {"enable": "enable", "keep_off": "keep off", "neutral": "neutral"}
@@ -66,7 +66,7 @@ details { margin: .4em 0; } summary { cursor: pointer; }
 
 def render_html(report: Report) -> str:
     """The whole page; a pure function of the report."""
-    title = f"loaderprof: {report.config['dataset']}"
+    title = f"loaderprof: {report.config.dataset}"
     body = [
         *_header(report),
         *_verdict(report),
@@ -147,11 +147,11 @@ def _header(report: Report) -> list[str]:
     made = f"{tool.get('name', 'loaderprof')} {tool.get('version', '')}".strip()
     if report.created:
         made += f" · {report.created}"
-    config = [(_e(k), _e(_setting(k, v))) for k, v in _flat(report.config)]
+    config = [(_e(k), _e(_setting(k, v))) for k, v in _flat(report.config.to_dict())]
     environment = [(_e(k), _e(_setting(k, v))) for k, v in _flat(env)]
     return [
         "<header>",
-        f"<h1>loaderprof: <code>{_e(report.config['dataset'])}</code></h1>",
+        f"<h1>loaderprof: <code>{_e(report.config.dataset)}</code></h1>",
         f'<p class="meta">{_e(" · ".join(meta))}</p>',
         f'<p class="meta">{_e(made)}</p>',
         "<details><summary>configuration</summary>",

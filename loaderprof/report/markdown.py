@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from loaderprof.model.results import ARM_LABEL, Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_rows, watch_wait_line
 from loaderprof.report.rows import LOADER_REUSED, caption, loader_text, plan_text, summary_rows
+from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
 _VERDICT = {"enable": "✅ enable", "keep_off": "⛔ keep off", "neutral": "➖ neutral"}
 
 
 def to_markdown(report: Report) -> str:
-    cfg = report.config
     lines = [
-        f"### loaderprof: `{cfg['dataset']}`",
+        f"### loaderprof: `{report.config.dataset}`",
         "",
         f"{loader_text(report)} · {plan_text(report)} · "
         f"torch {report.environment.get('torch')} · "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from loaderprof.model.results import Report, TrialResult
-from loaderprof.model.units import plural
+from loaderprof.units import plural
 
 NOT_MEASURED = "not measured"
 
@@ -40,7 +40,9 @@ def plan_words(report: Report, planned: int | None = None) -> str | None:
         return None
     ran = min(timed_trials(report).values(), default=0)
     if planned is None:
-        planned = report.plan.max_trials if report.plan is not None else report.config["trials"]
+        planned = (
+            report.plan.max_trials if report.plan is not None else report.config.schedule.per_arm
+        )
     failed = any(e.category != "interrupted" for e in report.errors)
     return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
 

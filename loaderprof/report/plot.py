@@ -22,8 +22,8 @@ from loaderprof.errors import UsageError
 from loaderprof.model.results import ARM_LABEL as _LABEL
 from loaderprof.model.results import Report
 from loaderprof.model.trials import ProcessTimeline, TrialResult
-from loaderprof.model.units import MiB, plural
 from loaderprof.report.rows import ARM_COLOR, plan_text
+from loaderprof.units import MiB, plural
 
 _COLORS = {"startup": "#f4a261", "busy": "#2a9d8f", "idle": "#d9d9d9"}
 
@@ -249,10 +249,10 @@ def render(report: Report, path: str | Path | BinaryIO, fmt: str | None = None) 
     ax_ep = fig.add_subplot(gs[-1])
     _epoch_times(ax_ep, report)
     ax_ep.set_title("epoch times per arm", fontsize=9, loc="left")
-    lo = report.config["loader"]
+    lo = report.config.loader
     fig.suptitle(
-        f"loaderprof · {report.config['dataset']} · {plural(lo['num_workers'], 'worker')} · batch "
-        f"{lo['batch_size']} · {report.environment.get('start_method') or 'default'} · "
+        f"loaderprof · {report.config.dataset} · {plural(lo.num_workers, 'worker')} · batch "
+        f"{lo.batch_size} · {report.environment.get('start_method') or 'default'} · "
         f"{plan_text(report)}",
         fontsize=10,
     )

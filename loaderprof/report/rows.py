@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
-from loaderprof.model.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 from loaderprof.report.partial import plan_words
+from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 
 __all__ = [
     "ARM_LABEL",
@@ -71,11 +71,11 @@ def caption(report: Report) -> str:
 def loader_text(report: Report) -> str:
     """'StatefulDataLoader · 2 workers · batch 32 · fork': the loader as it was built
     (its class only when --loader named one)."""
-    lo = report.config["loader"]
-    method = report.environment.get("start_method") or lo["mp_context"] or "default"
-    cls = lo.get("loader_class")
+    lo = report.config.loader
+    method = report.environment.get("start_method") or lo.mp_context or "default"
+    cls = lo.loader_class
     parts = [cls.rpartition(":")[2]] if cls else []
-    parts += [plural(lo["num_workers"], "worker"), f"batch {lo['batch_size']}", method]
+    parts += [plural(lo.num_workers, "worker"), f"batch {lo.batch_size}", method]
     return " · ".join(parts)
 
 
@@ -85,10 +85,10 @@ def plan_text(report: Report) -> str:
     cfg, plan = report.config, report.plan
     partial = plan_words(report)
     if partial is not None:
-        return f"{plural(cfg['epochs'], 'epoch')} · {partial}"
+        return f"{plural(cfg.epochs, 'epoch')} · {partial}"
     if plan is None:
-        return f"{plural(cfg['epochs'], 'epoch')} × {plural(cfg['trials'], 'trial')} per arm"
-    return plan_summary(cfg["epochs"], plan)
+        return f"{plural(cfg.epochs, 'epoch')} × {plural(cfg.schedule.per_arm, 'trial')} per arm"
+    return plan_summary(cfg.epochs, plan)
 
 
 def plan_summary(epochs: int, plan: PlanOutcome) -> str:

@@ -12,7 +12,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.console import cell, num, unit_of
 from loaderprof.report.partial import (
     counted,
@@ -23,6 +22,7 @@ from loaderprof.report.partial import (
     sweep_plan_words,
 )
 from loaderprof.report.rows import fmt_stat
+from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 # Headers a word or two per line, so the figures set the columns' widths.
 _SWEEP_COLUMNS = (

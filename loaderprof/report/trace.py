@@ -14,7 +14,7 @@ from typing import Any
 from loaderprof.model.results import ARM_LABEL as _LABEL
 from loaderprof.model.results import Report
 from loaderprof.model.trials import TrialResult
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 GAP_US = 1_000_000
 
@@ -166,7 +166,7 @@ def to_trace(report: Report) -> dict[str, Any]:
         "displayTimeUnit": "ms",
         "otherData": {
             "tool": "loaderprof",
-            "dataset": report.config.get("dataset"),
+            "dataset": report.config.dataset,
             "version": report.tool.get("version"),
         },
     }

@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.results import Report
-from loaderprof.model.units import fmt_bytes, fmt_seconds, plural
 from loaderprof.report.rows import ARM_SHORT
 from loaderprof.report.tables import titled
+from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 
 def epochs_table(report: Report) -> Table:

@@ -8,11 +8,11 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.units import fmt_pct, fmt_seconds, plural
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
 from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
 from loaderprof.report.rows import LOADER_REUSED
+from loaderprof.units import fmt_pct, fmt_seconds, plural
 
 _TORCH = "torch.utils.data.dataloader.DataLoader"
 # The brief tables' look (NOTE [one screen]): no side borders, so figures have the room.

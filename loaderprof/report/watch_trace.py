@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loaderprof.model.units import plural
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.trace import meta, span
+from loaderprof.units import plural
 
 # Loader tracks get pids of their own, far from any real pid.
 _LOADER_PID = 10_000_000

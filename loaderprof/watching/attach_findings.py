@@ -20,7 +20,7 @@ from loaderprof.checks.growth import memory_growth
 from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL, idle_growth
 from loaderprof.model.attached import AttachedPool
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes, fmt_seconds, listing, plural
+from loaderprof.units import fmt_bytes, fmt_seconds, listing, plural
 
 _WHICH_LOADER = "which DataLoader the pool belongs to and its settings"
 

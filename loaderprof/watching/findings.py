@@ -19,8 +19,8 @@ from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.units import fmt_bytes, fmt_pct, listing, noun, plural
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader
+from loaderprof.units import fmt_bytes, fmt_pct, listing, noun, plural
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
 # wait (worker start-up included) is at least this share of an epoch.

@@ -13,7 +13,7 @@ import pytest
 
 import loaderprof
 from conftest import DATA, TESTS, leftover_processes, run_cli
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 pytestmark = pytest.mark.e2e
 

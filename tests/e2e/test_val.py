@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 from conftest import DATA, TESTS, run_cli
-from loaderprof.model.units import MiB
 from loaderprof.report.json_report import load_schema
+from loaderprof.units import MiB
 
 pytestmark = pytest.mark.e2e
 

@@ -133,6 +133,10 @@ def test_report_roundtrip_and_render() -> None:
     back = from_dict(Report, data)
     assert to_dict(back) == data
     assert back.arms["persistent"].trials[0].epochs[1].worker_pids == (1, 2)
+    # The typed config: the JSON as the trial child receives it (the pause resolved),
+    # and back to the same RunConfig.
+    assert data["config"] == cfg.to_dict() and data["config"]["idle_ms"] == 100.0
+    assert back.config == cfg.recorded() and back.config.loader.num_workers == 2
     # Rendering is a pure function of the report and must not fail.
     from rich.console import Console
 

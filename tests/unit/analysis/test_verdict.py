@@ -23,7 +23,7 @@ from loaderprof.config.run import RunConfig
 from loaderprof.model.metrics import Ratio
 from loaderprof.model.results import Comparison, Finding, Report
 from loaderprof.model.trials import TrialResult
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 DATASET = "loaderprof.examples:CheapDataset"
 

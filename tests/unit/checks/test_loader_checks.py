@@ -17,7 +17,7 @@ from loaderprof.config.run import LoaderOptions, RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.model.results import Report
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 
 def test_in_order_waits_for_the_slowest_worker() -> None:

@@ -154,7 +154,7 @@ def test_assert_gates_judges_the_projects_tool_loaderprof_gates(
 
         def test_saving_passes(loaderprof):
             report = loaderprof.compare(runner=FakeRunner(startup_s=0.2))
-            assert report.report.config["epochs"] == 3
+            assert report.report.config.epochs == 3
             report.assert_gates()
 
         def test_no_saving_fails(loaderprof):

@@ -93,11 +93,11 @@ def test_api_applies_the_config_files_gates(tmp_path: Path) -> None:
 def test_api_check_is_compare_with_every_check_on() -> None:
     runner = FakeRunner()
     report = loaderprof.check(DATASET, epochs=3, runner=runner)
-    assert report.config["trials"] == 1 and report.config["digests"] is True
+    assert report.config.trials == 1 and report.config.digests is True
     assert len(runner.calls) == 2
     # Flags still win over the preset.
     report = loaderprof.check(DATASET, epochs=3, trials=2, runner=FakeRunner())
-    assert report.config["trials"] == 2
+    assert report.config.trials == 2
 
 
 def test_api_rejects_an_unknown_option_with_a_hint() -> None:

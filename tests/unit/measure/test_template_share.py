@@ -16,7 +16,7 @@ import pytest
 
 from loaderprof.inside import procfs
 from loaderprof.measure.sampler import TreeSampler
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(f"/proc/{os.getpid()}/pagemap") or not procfs._HAS_ROLLUP,

@@ -9,7 +9,7 @@ from builders import make_trial
 from loaderprof.model.codec import to_dict
 from loaderprof.model.detail import MAX_BATCH_SPANS, MAX_TIMELINE_SAMPLES, bounded
 from loaderprof.model.trials import BatchSpan, ProcessTimeline
-from loaderprof.model.units import MiB
+from loaderprof.units import MiB
 
 
 def _long_trial(batches: int = 100_000, samples: int = 60_000):  # type: ignore[no-untyped-def]

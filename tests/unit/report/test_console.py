@@ -8,8 +8,8 @@ from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.model.results import Report
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
-from loaderprof.model.units import MiB, fmt_seconds
 from loaderprof.report.trial_tables import epochs_table
+from loaderprof.units import MiB, fmt_seconds
 
 Epoch = tuple[int, float, tuple[int, ...], tuple[int, ...]]  # number, wall, PIDs, new PIDs
 

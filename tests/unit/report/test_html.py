@@ -40,7 +40,7 @@ def _report() -> Report:
         ),
         Finding("dev-shm", "info", "/dev/shm is small", {"size": "64 MiB"}, "raise --shm-size"),
     )
-    config = {**report.config, "dataset": f"{DATASET}{HOSTILE}"}
+    config = dataclasses.replace(report.config, dataset=f"{DATASET}{HOSTILE}")
     return dataclasses.replace(report, config=config, findings=findings)
 
 
@@ -99,7 +99,7 @@ def test_without_matplotlib_the_page_draws_its_own_figure(
     assert len(parsed.named("svg")) == 1
     # One bar per epoch and arm (the median wall over its trials), and a legend swatch each.
     bars = [a for a in parsed.named("rect") if "height" in a and a.get("y") != "10"]
-    assert len(bars) == 2 * report.config["epochs"]
+    assert len(bars) == 2 * report.config.epochs
     assert "matplotlib is not installed" in parsed.words
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from loaderprof.model.units import fmt_bytes, fmt_seconds, listing, noun, parse_size, plural
+from loaderprof.units import fmt_bytes, fmt_seconds, listing, noun, parse_size, plural
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_noun_and_listing() -> None:
 
 def test_a_small_ratio_keeps_two_significant_digits() -> None:
     """Both ends of an interval read alike: "0.040–0.074", not "0.04–0.074"."""
-    from loaderprof.model.units import fmt_ratio
+    from loaderprof.units import fmt_ratio
 
     assert [fmt_ratio(v) for v in (0.04, 0.054, 0.0091, 0.5)] == [
         "0.040",
