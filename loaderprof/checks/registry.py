@@ -69,8 +69,9 @@ def checks_run(report: Report) -> list[str]:
         "threads": any(w.compute_threads is not None for t in trials for w in t.workers),
         "shutdown": any(t.workers_alive_at_close is not None for t in trials),
         "idle": any(e.worker_pids for t in trials for e in t.epochs),
+        # Timed trials' batches only (NOTE [timing and memory trials]).
         "stragglers": report.config.loader.in_order is not False
-        and any(w.median_batch_s is not None for t in trials for w in t.workers),
+        and any(w.median_batch_s is not None for t in trials if t.times_epochs for w in t.workers),
     }
     return [cid for cid, did in ran.items() if did]
 

@@ -27,6 +27,7 @@ from loaderprof.report.rows import (
     interval_text,
     loader_text,
     plan_text,
+    shown_words,
     summary_rows,
 )
 from loaderprof.report.tables import titled
@@ -265,7 +266,7 @@ def brief_lifelines(report: Report) -> Text:
     per_arm: dict[str, list[str]] = {}
     for arm, _, marks, _ in lifeline_rows(report):
         per_arm.setdefault(arm, []).append(marks)
-    text = Text("lifelines (first timed trial; ● new process, ━ same as before)")
+    text = Text(f"lifelines ({shown_words(report)}; ● new process, ━ same as before)")
     reused = {ARM_LABEL[name]: _reused(arm) for name, arm in report.arms.items()}
     for arm, lines in per_arm.items():
         counts = ", ".join(f"{m} ×{lines.count(m)}" for m in dict.fromkeys(lines))
@@ -391,7 +392,7 @@ def lifeline_rows(report: Report) -> list[tuple[str, int, str, str]]:
 
 
 def lifelines_table(report: Report) -> Table:
-    t = titled("Lifelines, first timed trial (● new, ━ same process)")
+    t = titled(f"Lifelines, {shown_words(report)} (● new, ━ same)")
     t.add_column("arm")
     t.add_column("worker", justify="right")
     t.add_column("epochs 1..N")

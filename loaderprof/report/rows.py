@@ -64,6 +64,16 @@ def interval_text(report: Report, *, brief: bool = False) -> str:
     )
 
 
+def shown_words(report: Report) -> str:
+    """Which trial the single-trial tables show (`ArmResult.shown_trial`): the first
+    timed one, or, in an arm that has none (a run cut short), a memory trial, whose
+    epochs its sampling held up (NOTE [timing and memory trials])."""
+    shown = [a.shown_trial for a in report.arms.values()]
+    if all(t is None or t.times_epochs for t in shown):
+        return "first timed trial"
+    return "first trial, some untimed"
+
+
 def caption(report: Report) -> str:
     return f"median ± half IQR (n) · {interval_text(report)} · {_MEMORY_CAPTION}"
 

@@ -1,4 +1,5 @@
-"""`-v`'s tables of single trials: each epoch of the first timed trial per arm, and
+"""`-v`'s tables of single trials: each epoch of the first timed trial per arm (see
+`rows.shown_words`), and
 each worker of every trial (its times, then its memory)."""
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.results import Report
-from loaderprof.report.rows import ARM_SHORT
+from loaderprof.report.rows import ARM_SHORT, shown_words
 from loaderprof.report.tables import titled
 from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 
 def epochs_table(report: Report) -> Table:
-    t = titled("Epoch wall times (first timed trial per arm; * = worker started that epoch)")
+    t = titled(f"Epoch wall times ({shown_words(report)}; * = worker started that epoch)")
     t.add_column("epoch", justify="right")
     for label in ARM_SHORT.values():
         t.add_column(label, justify="right")

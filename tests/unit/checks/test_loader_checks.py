@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from loaderprof.checks.loader import (
     check_large_pickle,
     check_serial_startup,
     check_shutdown,
+    check_straggler,
     check_threads,
     in_order_wait,
     startup_breakdown,
@@ -207,3 +210,32 @@ def test_a_worker_that_makes_no_batch_in_any_epoch_is_idle() -> None:
     (f,) = check_idle_workers(_report(events))
     assert f.evidence["idle_workers_by_epoch"] == {"persistent": [1]}
     assert "1 of 2 workers made no batch" in f.title
+
+
+def _straggling(role: str) -> Report:
+    """Worker 1's batches take 20× worker 0's, in 1 s epochs of 40 batches; the trial
+    is `role` ("timing", or "memory": its sampling stalled the workers)."""
+    report = _report(_spawned_events(stagger=0.005, size=MiB))
+    arm = report.arms["persistent"]
+    (trial,) = arm.trials
+    w0, w1 = trial.workers
+    trial = dataclasses.replace(
+        trial,
+        role=role,
+        workers=(
+            dataclasses.replace(w0, median_batch_s=0.01, batches=20),
+            dataclasses.replace(w1, median_batch_s=0.2, batches=20),
+        ),
+        epochs=tuple(dataclasses.replace(e, batches=40, wall_s=1.0) for e in trial.epochs),
+    )
+    arms = {**report.arms, "persistent": dataclasses.replace(arm, trials=(trial,))}
+    return dataclasses.replace(report, arms=arms)
+
+
+def test_a_straggler_is_judged_on_timed_trials_within_the_epochs_measured() -> None:
+    (f,) = check_straggler(_straggling("timing"))
+    # In order the model asks 20 × 0.2 s, but the epochs measured took 1 s: the estimate
+    # is never more than what was measured.
+    assert f.evidence["estimated_in_order_s"] == f.evidence["median_epoch_s"] == 1.0
+    assert f.evidence["estimated_saving_s_per_epoch"] == pytest.approx(0.6)
+    assert check_straggler(_straggling("memory")) == []
