@@ -73,6 +73,13 @@ class Outputs:
         # "after" (None: none yet), so the closing line says what is true.
         self.signalled: str | None = None
 
+    @property
+    def unwritten(self) -> list[str]:
+        """Asked for but neither written nor failed (each failure has its own line):
+        nothing was measured to write."""
+        done = ("-", *self.written, *self.failed)
+        return [str(p) for _, p in self.targets if str(p) not in done]
+
     def write(self, report: AnyReport, *, strict: bool = False) -> bool:
         """Write every output; one that fails is one line naming it and why, and the
         others are still written. False when any failed (exit 4, NOT_SAVED)."""
@@ -168,6 +175,14 @@ def saved_code(saved: bool) -> int:
     return int(ExitCode.OK if saved else ExitCode.NOT_SAVED)
 
 
+def nothing_written(outputs: Outputs) -> str:
+    """'; nothing measured: no report written (r.json)' for a run that failed before
+    it measured anything, where files were asked for; else ''."""
+    if not outputs.unwritten:
+        return ""
+    return f"; nothing measured: no report written ({', '.join(outputs.unwritten)})"
+
+
 def interrupted_line(outputs: Outputs, *, complete: bool) -> str:
     """The closing line of a run a signal ended (see `interrupted_words`)."""
     import signal
@@ -175,12 +190,7 @@ def interrupted_line(outputs: Outputs, *, complete: bool) -> str:
     name = signal.Signals(INTERRUPTS.signum or signal.SIGINT).name
     if outputs.signalled is None and INTERRUPTS.signum is not None:
         outputs.signalled = "after"  # the writes were over when it came
-    # Asked for but neither written nor failed (each failure has its own line): the
-    # signal came before anything was measured.
-    unwritten = [
-        str(p) for _, p in outputs.targets if str(p) not in ("-", *outputs.written, *outputs.failed)
-    ]
-    return interrupted_words(name, complete, outputs.written, outputs.signalled, unwritten)
+    return interrupted_words(name, complete, outputs.written, outputs.signalled, outputs.unwritten)
 
 
 def interrupted_words(

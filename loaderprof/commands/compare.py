@@ -13,6 +13,7 @@ from loaderprof.commands.common import (
     error_detail,
     failed_gates,
     interrupted_line,
+    nothing_written,
     run_exit_code,
     say,
     stderr_console,
@@ -154,7 +155,8 @@ def _closing(
         detail = error_detail(report) if debug else None
         if detail:
             sys.stderr.write(detail.rstrip() + "\n")
-        sys.stderr.write(f"loaderprof: error: {error_line(report) or 'the run did not complete'}\n")
+        line = (error_line(report) or "the run did not complete") + nothing_written(outputs)
+        sys.stderr.write(f"loaderprof: error: {line}\n")
         return code
     worst = [f.id for f in report.findings if f.severity != "info"]
     if check and worst:

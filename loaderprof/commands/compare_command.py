@@ -12,6 +12,8 @@ from typing import Any
 from loaderprof.commands.common import (
     Outputs,
     failed_gates,
+    interrupted_line,
+    nothing_written,
     saved_code,
     say,
     warn_inconclusive,
@@ -126,21 +128,34 @@ def run(values: dict[str, Any]) -> int:
             name = arm.replace("_", "-")
             say(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", "dim")
 
+    failed: CommandFailed | None = None
     try:
         from loaderprof.watching.session import run_findings
 
         report = compare_command(plan, on_trial=on_trial, inspect=run_findings)
     except CommandFailed as exc:
         # The command's own error, not loaderprof's: its last lines, then one line.
-        if exc.detail:
-            sys.stderr.write(exc.detail.rstrip() + "\n")
-        raise LoaderprofError(exc.message) from None
+        if exc.report is None:
+            if exc.detail:
+                sys.stderr.write(exc.detail.rstrip() + "\n")
+            raise LoaderprofError(exc.message + nothing_written(outputs)) from None
+        # A later trial's: the trials before it are shown and written first.
+        report, failed = exc.report, exc
+    if not report.trials:
+        # A signal before the first trial ended: nothing to show or write.
+        say(interrupted_line(outputs, complete=False), "yellow")
+        return INTERRUPTS.exit_code() or int(ExitCode.INTERRUPTED)
     from loaderprof.report.command_text import render
 
     width = max(80, min(120, shutil.get_terminal_size((80, 24)).columns))
     (sys.stderr if outputs.json_to_stdout else sys.stdout).write(render(report, width=width))
     saved = outputs.write(report, strict=plan.strict)
     warn_inconclusive(report)
+    if failed is not None:
+        if failed.detail:
+            sys.stderr.write(failed.detail.rstrip() + "\n")
+        sys.stderr.write(f"loaderprof: error: {failed.message}\n")
+        return int(ExitCode.RUN_FAILED)
     late = INTERRUPTS.exit_code()
     if report.interrupted or late is not None:
         sys.stderr.write(
@@ -148,7 +163,7 @@ def run(values: dict[str, Any]) -> int:
         )
         return late if late is not None else int(ExitCode.INTERRUPTED)
     if report.gate_status == "fail":
-        failed = ", ".join(failed_gates(report, plan.strict))
-        sys.stderr.write(f"loaderprof: gate failed: {failed}\n")
+        gates = ", ".join(failed_gates(report, plan.strict))
+        sys.stderr.write(f"loaderprof: gate failed: {gates}\n")
         return int(ExitCode.GATE_FAILED)
     return saved_code(saved)

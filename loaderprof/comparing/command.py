@@ -54,7 +54,7 @@ from loaderprof.model.command import (
 from loaderprof.model.environment import SCHEMA_VERSION
 from loaderprof.model.metrics import Stat
 from loaderprof.model.results import BaselineInfo, Finding, Verdict
-from loaderprof.units import plural
+from loaderprof.report.partial import cut_words
 
 _POLL_S = 0.02
 # The command's own output, kept per trial: its last lines are shown when it fails.
@@ -62,7 +62,15 @@ _TAIL_LINES = 15
 
 
 class CommandFailed(LoaderprofError):
-    """The user's command ended by itself, with an error, inside a trial (exit 3)."""
+    """The user's command ended by itself, with an error, inside a trial (exit 3).
+    `report`: the trials measured before it, where there were some (nothing measured
+    is lost: it is still shown and written)."""
+
+    def __init__(
+        self, message: str, *, detail: str | None = None, report: CommandReport | None = None
+    ) -> None:
+        super().__init__(message, detail=detail)
+        self.report = report
 
 
 @dataclass(frozen=True)
@@ -365,20 +373,27 @@ def compare_command(
     runner = CommandRunner(plan, inspect)
     order = [s.arm for s in trial_order(plan.schedule.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
-    interrupted, why = False, None
+    interrupted, why, failed = False, None, None
     t0, cpu = time.monotonic(), contention.mark()
     try:
         for i, arm in enumerate(order):
             if on_trial is not None:
                 on_trial(i + 1, len(order), arm)  # type: ignore[arg-type]
-            trials.append(runner.run(i + 1, arm))  # type: ignore[arg-type]
+            try:
+                trials.append(runner.run(i + 1, arm))  # type: ignore[arg-type]
+            except CommandFailed as exc:
+                if not trials:
+                    raise
+                failed = exc
+                break
             why = nothing_to_compare(trials[0])
             if why is not None or settled(plan, trials):
                 break
     except Interrupted:
         interrupted = True
     INTERRUPTS.finishing()
-    report = summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0)
+    error = None if failed is None else failed.message
+    report = summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0, error)
     from loaderprof.model.environment import environment
     from loaderprof.version import __version__
 
@@ -390,7 +405,10 @@ def compare_command(
     report = dataclasses.replace(
         report, tool=tool, environment=env, created=created, warnings=(busy,) if busy else ()
     )
-    return dataclasses.replace(report, baseline=baseline_info(plan, report))
+    report = dataclasses.replace(report, baseline=baseline_info(plan, report))
+    if failed is not None:
+        raise CommandFailed(failed.message, detail=failed.detail, report=report)
+    return report
 
 
 def baseline_info(plan: CommandPlan, report: CommandReport) -> BaselineInfo | None:
@@ -450,14 +468,22 @@ def summarise(
     why: str | None,
     interrupted: bool,
     wall_s: float,
+    error: str | None = None,
 ) -> CommandReport:
+    """`error`: the line of a trial whose command failed, ending the run after the
+    trials measured before it."""
     p, n = _split(trials)
     findings = arm_findings(trials)
     s, v = _verdict(plan, p, n, findings) if why is None and p and n else (None, None)
     per_arm = min(len(p), len(n))
     planned = plan_ends(plan.schedule)
-    complete = not interrupted and len(p) == len(n) and per_arm in planned
-    stopped = None if complete or why else _cut_words(interrupted, per_arm, plan.schedule.per_arm)
+    complete = not interrupted and error is None and len(p) == len(n) and per_arm in planned
+    cut_short = interrupted or error is not None
+    stopped = (
+        None
+        if complete or why or not cut_short
+        else cut_words(error is not None, per_arm, plan.schedule.per_arm)
+    )
     # The saving and the verdict are of whole epochs (see NOTE [cut epochs]).
     cut = plan.max_batches
     report = CommandReport(
@@ -479,6 +505,7 @@ def summarise(
         plan=None if why else plan_outcome(plan.schedule, per_arm, v, stopped),
         findings=findings,
         max_batches=cut,
+        error=error,
     )
     if not plan.gates or v is None:
         return report
@@ -488,10 +515,3 @@ def summarise(
         report, plan.gates, strict=plan.strict, seed=plan.seed, baseline=plan.baseline
     )
     return dataclasses.replace(report, gates=results, gate_status=status)
-
-
-def _cut_words(interrupted: bool, ran: int, planned: int) -> str | None:
-    """compare's words for a plan a signal cut short (report/partial.plan_words)."""
-    if not interrupted:
-        return None
-    return f"interrupted after {ran} of {plural(planned, 'planned trial')} per arm"

@@ -147,3 +147,6 @@ class CommandReport:
     # What may make its figures noisy (another process busy on the machine), as
     # compare's `warnings` say it.
     warnings: tuple[str, ...] = ()
+    # The line of the trial whose command failed, ending the run after the trials
+    # measured before it (they are kept: `complete` is false).
+    error: str | None = None

@@ -44,6 +44,12 @@ def plan_words(report: Report, planned: int | None = None) -> str | None:
             report.plan.max_trials if report.plan is not None else report.config.schedule.per_arm
         )
     failed = any(e.category != "interrupted" for e in report.errors)
+    return cut_words(failed, ran, planned)
+
+
+def cut_words(failed: bool, ran: int, planned: int) -> str:
+    """'stopped by a failure after 2 of 6 planned trials per arm': a plan cut short,
+    compare's and compare -- COMMAND's alike."""
     return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
 
 

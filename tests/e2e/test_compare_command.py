@@ -209,6 +209,65 @@ def test_a_script_failing_on_its_own_is_its_error_exit_3(tmp_path: Path) -> None
     assert "Traceback" not in run.stderr
 
 
+# Runs its loop once, then fails on every later run, as a script whose data went away.
+FAILS_LATER = """
+import os, sys
+from torch.utils.data import DataLoader
+from loaderprof.examples import LazyResourceDataset
+
+if __name__ == "__main__":
+    count, epochs = sys.argv[1], int(sys.argv[2])
+    runs = int(open(count).read()) if os.path.exists(count) else 0
+    with open(count, "w") as f:
+        f.write(str(runs + 1))
+    if runs:
+        sys.exit("the data mount is gone (the script's own error)")
+    loader = DataLoader(LazyResourceDataset(n=32, dim=4), batch_size=8, num_workers=2)
+    for epoch in range(epochs):
+        for batch in loader:
+            pass
+"""
+
+
+def test_a_later_trials_failure_keeps_the_trials_measured(tmp_path: Path) -> None:
+    _script(tmp_path, FAILS_LATER)
+    out = tmp_path / "r.json"
+    argv = (str(tmp_path / "count"), "50")
+    run = _compare(tmp_path, "--trials", "2", "--epochs", "2", "--json", str(out), argv=argv)
+    assert run.returncode == 3, run.stderr
+    assert "the script's own error" in run.stderr and "Traceback" not in run.stderr
+    (line,) = run.error_lines()
+    assert line.startswith("loaderprof: error: the command exited with status 1 in trial 2")
+    report = json.loads(out.read_text())
+    assert len(report["trials"]) == 1 and report["complete"] is False
+    assert report["error"] == line.removeprefix("loaderprof: error: ")
+    assert report["plan"]["stopped"] == "stopped by a failure after 0 of 2 planned trials per arm"
+    assert "1 trial" in run.stdout
+    assert_nothing_left()
+
+
+def test_ctrl_c_before_the_first_trial_ends_writes_nothing(tmp_path: Path) -> None:
+    _script(tmp_path, LAZY)
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "loaderprof", "compare", "--json", str(out), "--epochs", "40"]
+    cmd += ["--", sys.executable, str(tmp_path / "train.py"), str(tmp_path / "c.txt"), "50"]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=pipe, stderr=pipe, text=True)
+    assert proc.stderr is not None
+    seen = [proc.stderr.readline()]
+    assert "trial 1/" in seen[0], seen
+    time.sleep(1.5)  # inside trial 1
+    proc.send_signal(signal.SIGINT)
+    out_text, err = finish(proc, 60)
+    assert proc.returncode == 130, "".join(seen) + err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("loaderprof: ")]
+    assert line == (
+        f"loaderprof: interrupted by SIGINT before anything was measured: no report written ({out})"
+    )
+    assert not out.exists() and out_text == ""
+    assert_nothing_left()
+
+
 @pytest.mark.parametrize(
     ("args", "code", "words"),
     [

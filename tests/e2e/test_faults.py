@@ -25,7 +25,8 @@ def _line(stderr: str) -> str:
     return lines[0]
 
 
-def test_getitem_error_names_worker_index_and_exception() -> None:
+def test_getitem_error_names_worker_index_and_exception(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
     run = run_cli(
         "compare",
         f"{DATA}:FailingDataset",
@@ -37,10 +38,14 @@ def test_getitem_error_names_worker_index_and_exception() -> None:
         "2",
         "--batch-size",
         "8",
+        "--json",
+        str(out),
     )
     assert run.returncode == 3
     line = _line(run.stderr)
     assert "DataLoader worker 1 raised ValueError: bad sample 40 at index 40" in line
+    # It failed in its first epoch: the line says why the file asked for is not there.
+    assert line.endswith(f"; nothing measured: no report written ({out})") and not out.exists()
 
 
 def test_worker_killed_by_sigkill() -> None:
