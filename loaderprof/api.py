@@ -325,7 +325,8 @@ def compare_command(
     plan (up to `max_trials` per arm), a number fixes it; `fail_on` gates
     ("saved_s_per_epoch:>=100ms") are judged into the report. Returns the
     CommandReport. A failure of the command itself raises LoaderprofError (its last
-    lines in `.detail`); bad input raises UsageError. `max_batches`: each epoch of the
+    lines in `.detail`; where trials were measured before it, their report in
+    `.report`); bad input raises UsageError. `max_batches`: each epoch of the
     switched loaders ends after that many batches, projected to the loader's len()
     (NOTE [cut epochs]). Each trial's findings are watch's (NOTE [command findings]).
     `baseline`: a saved command report (a path, or a CommandReport) for relative gates
