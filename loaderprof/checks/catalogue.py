@@ -12,16 +12,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Check:
+    # Without a comma: screens list the names that ran with commas between them.
     name: str
     findings: tuple[str, ...]
 
 
 CATALOGUE: dict[str, Check] = {
     "state": Check(
-        "stale worker state, repeated randomness", ("stale-worker-state", "repeated-randomness")
+        "stale worker state and repeated randomness", ("stale-worker-state", "repeated-randomness")
     ),
     "growth": Check(
-        "leaked handles, memory growth",
+        "leaked handles and memory growth",
         (
             "leaked-files",
             "leaked-inet",
@@ -38,7 +39,7 @@ CATALOGUE: dict[str, Check] = {
         "content digests",
         ("rng-carried-in-workers", "content-not-reproducible", "repeated-randomness"),
     ),
-    "limits": Check("/dev/shm, cgroup limits", ("shm-near-limit", "cgroup-memory-near-limit")),
+    "limits": Check("/dev/shm and cgroup limits", ("shm-near-limit", "cgroup-memory-near-limit")),
     "startup": Check("worker start-up", ("large-pickle", "serial-startup")),
     "threads": Check("threads", ("thread-oversubscription",)),
     "shutdown": Check("shutdown", ("workers-outlive-loader",)),

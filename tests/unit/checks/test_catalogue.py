@@ -11,9 +11,9 @@ def test_each_check_that_ran_is_named_back_and_no_other() -> None:
         assert ran(checked([cid])) == [check.name], cid
     # repeated-randomness is in both the state and the content check: the state check
     # running alone does not make the content check look as if it ran.
-    assert ran(checked(["state"])) == ["stale worker state, repeated randomness"]
+    assert ran(checked(["state"])) == ["stale worker state and repeated randomness"]
     assert ran(checked(["state", "content"])) == [
-        "stale worker state, repeated randomness",
+        "stale worker state and repeated randomness",
         "content digests",
     ]
     assert ran(()) == []
@@ -23,3 +23,9 @@ def test_every_finding_id_is_declared_once() -> None:
     assert len(FINDING_IDS) == len(set(FINDING_IDS))
     assert set(FINDING_IDS) == {f for c in CATALOGUE.values() for f in c.findings}
     assert "memory-grows-every-epoch" in FINDING_IDS and "copy-on-read" in FINDING_IDS
+
+
+def test_a_checks_name_is_one_item_of_a_list() -> None:
+    from loaderprof.checks.catalogue import CATALOGUE
+
+    assert not [c.name for c in CATALOGUE.values() if "," in c.name]
