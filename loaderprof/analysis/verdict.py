@@ -181,7 +181,7 @@ def _command_on_time(
         return Verdict(
             "neutral",
             "Not decided: one trial per arm cannot show how trials differ.",
-            ("an interval needs ≥ 2 trials per arm: run --trials auto or --trials 2", ev.memory),
+            (f"an interval needs ≥ 2 trials per arm: {_more_trials(plan)}", ev.memory),
             decided=False,
         )
     return _time_verdict(None, ev, min_gain)
@@ -307,13 +307,21 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
     return _no_difference_verdict(comparison, ev)
 
 
+def _more_trials(plan: PlanMode) -> str:
+    """How to get a second trial per arm: a fixed plan of one asks for more; an
+    adaptive plan looks first at 2, so with one it was cut short."""
+    if plan == "adaptive":
+        return "let --trials auto run to its end (this run was cut short)"
+    return "run --trials auto or --trials 2"
+
+
 def _advice(ev: _Evidence, total: int) -> str:
     """The option that acts on the plan that ran, to reach `total` units per arm."""
     if ev.a.unit != "trial":
         # One trial per arm: its steady epochs are the units, so --epochs adds them.
         return (
-            f"run --epochs {total + 1} (or --trials auto: one trial per arm cannot show "
-            "how trials differ)"
+            f"run --epochs {total + 1} (or {_more_trials(ev.plan)}: one trial per arm "
+            "cannot show how trials differ)"
         )
     if ev.plan == "adaptive":
         return f"raise --max-trials (to about {total})"

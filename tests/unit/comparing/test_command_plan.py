@@ -87,7 +87,10 @@ def test_the_verdict_is_compares_with_its_words() -> None:
     assert any("reports no memory figures" in r for r in v.reasons)
     one = decide_command(saving(p[:1], n[:1], 0), 1, 0.05, None)
     assert one.recommendation == "neutral" and not one.decided
-    assert "≥ 2 trials per arm" in one.reasons[0]
+    assert one.reasons[0].endswith("≥ 2 trials per arm: run --trials auto or --trials 2")
+    # An adaptive plan looks first at 2 trials per arm: with one, it was cut short.
+    cut = decide_command(saving(p[:1], n[:1], 0), 1, 0.05, 6)
+    assert cut.reasons[0].endswith("let --trials auto run to its end (this run was cut short)")
     none = decide_command(None, 0, 0.05, 6)
     assert none.headline == "Not enough steady epochs were measured to decide."
     same = decide_command(saving(p, [_trial(9, "non_persistent", 0.18)] * 2, 0), 2, 0.05, None)
