@@ -188,6 +188,9 @@ def _command_on_time(
 
 
 PlanMode = Literal["adaptive", "fixed"]
+# More trials (or steady epochs) per arm than this is no plan a user would run: past it
+# the verdict says how close the ratio sits to the line instead of asking for them.
+PRACTICAL_UNITS = 100
 
 
 @dataclass(frozen=True)
@@ -340,6 +343,11 @@ def _what_decides(ev: _Evidence) -> str:
     if a.more is None:
         return _advice(ev, a.n + 1)
     more = plural(a.more, "more trial" if a.unit == "trial" else "more steady epoch")
+    if a.n + a.more > PRACTICAL_UNITS:
+        return (
+            f"about {more} per arm (n={a.n} now) would decide it, more than is practical: "
+            f"for this spread, the ratio sits close to {a.target:.2f}"
+        )
     return f"about {more} per arm (n={a.n} now) would decide it: " + _advice(ev, a.n + a.more)
 
 

@@ -81,6 +81,17 @@ def test_keep_off_for_lack_of_gain_needs_an_interval_that_rules_the_gain_out() -
     assert v.recommendation == "keep_off" and v.decided
 
 
+def test_a_ratio_close_to_the_line_asks_for_no_plan_nobody_would_run() -> None:
+    p, n = make_pair([3.0, 1.0, 1.0, 1.0], [3.0, 1.0, 1.0, 1.0])
+    ratio = Ratio(0.96, 0.90, 1.024)  # 0.01 from the 0.95 line on a ±0.065 interval
+    c = Comparison(ratio, None, None, 0.04, 20 << 20, None, None, 5, None, 0.2)
+    c = dataclasses.replace(c, unit="trial", steady_epoch_n=6)
+    v = decide(VerdictInputs(c, summarize_arm([p]), summarize_arm([n]), 0.05, max_trials=6))
+    text = " ".join(v.reasons)
+    assert "more than is practical: for this spread, the ratio sits close to 0.95" in text
+    assert "raise --max-trials" not in text and not v.decided
+
+
 def test_epochs_to_decide_follows_the_spread() -> None:
     # Half-width 0.085 around 0.97, 0.02 from the 0.95 line: n × (0.085 / 0.02)² ≈ 144.5.
     more = epochs_to_decide(Ratio(0.97, 0.885, 1.055), 8, 0.05)
