@@ -27,9 +27,11 @@ def _settings(ld: WatchedLoader) -> str:
     return f"{ld.num_workers} {'pers.' if ld.persistent_workers else ''}".strip()
 
 
-def _unit(values: list[float | None]) -> tuple[str, float]:
-    """One unit for a whole column, in its header, so its cells are bare figures."""
-    return unit_of("time", [Stat.of([v]) for v in values if v is not None])
+def _unit(values: list[float | None], kind: str = "time") -> tuple[str, float]:
+    """One unit for a whole column, in its header, so its cells are bare figures; none
+    over a column with no figure in it."""
+    stats = [Stat.of([v]) for v in values if v is not None]
+    return unit_of(kind, stats) if stats else ("", 1.0)
 
 
 def _cold_steady(loaders: tuple[WatchedLoader, ...], cold: str, steady: str) -> list[float | None]:
@@ -63,7 +65,8 @@ def loaders_table(report: WatchReport) -> RenderableType:
     s_unit, s_k = _unit(startup)
     memory = [ld.peak_worker_uss_bytes for ld in report.loaders]
     memory += [ld.idle_workers_uss_bytes for ld in report.loaders]
-    b_unit, b_k = unit_of("bytes", [Stat.of([v]) for v in memory if v])
+    # A loader without workers holds none: its 0 is no figure (shown "–").
+    b_unit, b_k = _unit([v or None for v in memory], "bytes")
     for col in (
         f"worker\nstart-up\n{s_unit}",
         f"peak USS\n/ worker\n{b_unit}",

@@ -114,3 +114,30 @@ def test_a_busy_machine_is_said_on_the_screen_and_in_the_files(tmp_path: Path) -
     assert "warning: the machine was busy" in console.export_text()
     export(busy, [("markdown", tmp_path / "w.md")], strict=False)
     assert "> ⚠️ the machine was busy" in (tmp_path / "w.md").read_text()
+
+
+def test_a_column_with_no_figure_names_no_unit() -> None:
+    """A command that failed before any epoch ended: every time is "–", and no header
+    names a unit over them."""
+    from rich.console import Console
+
+    from builders import watch_report
+    from loaderprof.report.watch_console import loaders_table
+
+    report = watch_report()
+    blank = {
+        "cold_epoch_s": None,
+        "steady_epoch_s": None,
+        "cold_first_batch_s": None,
+        "steady_first_batch_s": None,
+        "wait": None,
+    }
+    loaders = tuple(dataclasses.replace(ld, **blank) for ld in report.loaders)  # type: ignore[arg-type]
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(loaders_table(dataclasses.replace(report, loaders=loaders)))
+    times = console.export_text().split("Epoch times", 1)[1]
+    assert not {"µs", "ms", "s", "min"} & set(times.split())
+    # The measured report names them.
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(loaders_table(report))
+    assert "ms" in console.export_text().split("Epoch times", 1)[1].split("data wait")[0].split()
