@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from loaderprof.comparing.session import run_compare
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 
 EXAMPLES = (
     "loaderprof.examples:LazyResourceDataset",

@@ -34,7 +34,7 @@ from typing import Any
 
 from loaderprof.analysis.summary import steady_walls
 from loaderprof.comparing.session import run_compare
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 from loaderprof.model.results import Report
 
 DATASET = "loaderprof.examples:CheapDataset"

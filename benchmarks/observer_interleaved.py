@@ -44,7 +44,7 @@ from typing import Any
 from observer_effect import add_workload_args, workload
 
 from loaderprof.comparing.scheduler import Scheduled, run_trials
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 from loaderprof.measure.runner import TrialSlot
 
 ARMS = (("persistent", True), ("non_persistent", False))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from loaderprof.comparing.session import run_compare
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from torch.utils.data import Dataset
 
 from loaderprof.analysis.stats import bootstrap_ratio
 from loaderprof.comparing.session import run_compare
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 from loaderprof.model.results import Report
 
 DATASET = f"{Path(__file__).resolve()}:StatefulDataset"

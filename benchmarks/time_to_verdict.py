@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import Dataset
 
 from loaderprof.comparing.session import run_compare
-from loaderprof.config.run import build_config
+from loaderprof.config.build import build_config
 
 DATASET = f"{Path(__file__).resolve()}:SlowEpochDataset"
 

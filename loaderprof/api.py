@@ -22,8 +22,9 @@ from typing import Any
 
 from loaderprof.analysis.gates import Gate, check_needs_baseline
 from loaderprof.comparing.scheduler import ProgressCallback
+from loaderprof.config.build import build_config, load_config_file
 from loaderprof.config.options import GateOptions, RunOptions, SweepOptions, fill
-from loaderprof.config.run import RunConfig, build_config, load_config_file
+from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.measure.runner import TrialRunner
 from loaderprof.model.command import CommandReport

@@ -263,8 +263,8 @@ def project_config(config: pytest.Config) -> Path | None:
     `loaderprof compare` run from the project's root would use (`find_project_config`),
     looked for from pytest's rootdir (its inifile's folder when that is a pyproject.toml).
 
-    `loaderprof.config.run` parses and validates it, as for the CLI."""
-    from loaderprof.config.run import find_project_config
+    `loaderprof.config.build` parses and validates it, as for the CLI."""
+    from loaderprof.config.build import find_project_config
 
     inipath = config.inipath
     start = inipath.parent if inipath and inipath.name == "pyproject.toml" else config.rootpath

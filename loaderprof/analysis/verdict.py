@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
+from loaderprof.analysis.advice import PlanMode, advice, interval_words, more_trials, what_decides
 from loaderprof.analysis.assessment import Assessment, assess
 from loaderprof.analysis.assessment import epochs_to_decide as epochs_to_decide
 from loaderprof.analysis.assessment import settled as settled
@@ -171,7 +171,7 @@ def _command_on_time(
     ev = _Evidence(
         a,
         s.saved_s,
-        _interval_words(s.ratio, s.p, s.confidence, s.unit, per_arm),
+        interval_words(s.ratio, s.p, s.confidence, s.unit, per_arm),
         "compare -- COMMAND reports no memory figures: what persistent workers hold between "
         "epochs is not measured",
         plan,
@@ -181,16 +181,10 @@ def _command_on_time(
         return Verdict(
             "neutral",
             "Not decided: one trial per arm cannot show how trials differ.",
-            (f"an interval needs ≥ 2 trials per arm: {_more_trials(plan)}", ev.memory),
+            (f"an interval needs ≥ 2 trials per arm: {more_trials(plan)}", ev.memory),
             decided=False,
         )
     return _time_verdict(None, ev, min_gain)
-
-
-PlanMode = Literal["adaptive", "fixed"]
-# More trials (or steady epochs) per arm than this is no plan a user would run: past it
-# the verdict says how close the ratio sits to the line instead of asking for them.
-PRACTICAL_UNITS = 100
 
 
 @dataclass(frozen=True)
@@ -209,19 +203,6 @@ class _Evidence:
     @property
     def ratio(self) -> Ratio:
         return self.a.ratio
-
-
-def _interval_words(r: Ratio, p: float | None, confidence: float, unit: str | None, n: int) -> str:
-    """ "ratio 0.50, 95 % CI 0.48–0.52, t on the logs of 3 trial medians per arm, p=0.01"."""
-    if unit == "trial":
-        test = f"t on the logs of {plural(n, 'trial median')} per arm"
-    else:
-        test = f"t on the logs of one trial's {plural(n, 'steady epoch')} per arm"
-    p_text = f", {test}, p={p:.3g}" if p is not None else ""
-    return (
-        f"ratio {fmt_ratio(r.value)}, {confidence * 100:.3g} % CI {fmt_ratio(r.ci_low)}–"
-        f"{fmt_ratio(r.ci_high)}{p_text}"
-    )
 
 
 def _evidence(
@@ -243,7 +224,7 @@ def _evidence(
     return _Evidence(
         a=a,
         saved_s=saved,
-        interval=_interval_words(
+        interval=interval_words(
             r,
             comparison.steady_epoch_p,
             comparison.confidence,
@@ -302,53 +283,12 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             (
                 f"no significant difference in steady epoch time ({ev.interval}), yet the "
                 f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
-                f"worth enabling for (--min-gain {min_gain:g}); " + _what_decides(ev),
+                f"worth enabling for (--min-gain {min_gain:g}); " + what_decides(ev.a, ev.plan),
                 ev.memory,
             ),
             decided=False,
         )
     return _no_difference_verdict(comparison, ev)
-
-
-def _more_trials(plan: PlanMode) -> str:
-    """How to get a second trial per arm: a fixed plan of one asks for more; an
-    adaptive plan looks first at 2, so with one it was cut short."""
-    if plan == "adaptive":
-        return "let --trials auto run to its end (this run was cut short)"
-    return "run --trials auto or --trials 2"
-
-
-def _advice(ev: _Evidence, total: int) -> str:
-    """The option that acts on the plan that ran, to reach `total` units per arm."""
-    if ev.a.unit != "trial":
-        # One trial per arm: its steady epochs are the units, so --epochs adds them.
-        return (
-            f"run --epochs {total + 1} (or {_more_trials(ev.plan)}: one trial per arm "
-            "cannot show how trials differ)"
-        )
-    if ev.plan == "adaptive":
-        return f"raise --max-trials (to about {total})"
-    return f"run --trials {total}"
-
-
-def _what_decides(ev: _Evidence) -> str:
-    a = ev.a
-    units = "trials" if a.unit == "trial" else "steady epochs"
-    if a.at_line:
-        return (
-            f"the ratio sits within a tenth of the interval's half-width of {a.target:.2f} "
-            f"(on the log scale), so no practical number of {units} would decide it: the "
-            "difference is too small to matter either way"
-        )
-    if a.more is None:
-        return _advice(ev, a.n + 1)
-    more = plural(a.more, "more trial" if a.unit == "trial" else "more steady epoch")
-    if a.n + a.more > PRACTICAL_UNITS:
-        return (
-            f"about {more} per arm (n={a.n} now) would decide it, more than is practical: "
-            f"for this spread, the ratio sits close to {a.target:.2f}"
-        )
-    return f"about {more} per arm (n={a.n} now) would decide it: " + _advice(ev, a.n + a.more)
 
 
 def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
@@ -377,7 +317,7 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
         headline,
         (
             f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but {why}; "
-            + _advice(ev, max(a.n + 2, 4)),
+            + advice(a, ev.plan, max(a.n + 2, 4)),
             ev.memory,
         ),
         decided=False,
@@ -394,7 +334,7 @@ def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
             f"steady epochs look {fmt_change(r.value)} with persistent workers "
             f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
             f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
-            + _what_decides(ev),
+            + what_decides(ev.a, ev.plan),
             ev.memory,
         ),
         decided=False,

@@ -172,9 +172,9 @@ def register(
 
 def project_config() -> Path | None:
     """The nearest pyproject.toml with a [tool.loaderprof] table, from the current
-    folder up (`loaderprof.config.run.find_project_config`). Settings nobody typed
+    folder up (`loaderprof.config.build.find_project_config`). Settings nobody typed
     change the run, so one dim line on stderr names the file."""
-    from loaderprof.config.run import find_project_config
+    from loaderprof.config.build import find_project_config
 
     found = find_project_config(Path.cwd())
     if found is not None:

@@ -34,7 +34,8 @@ from loaderprof.comparing.command_figures import arm_projected, arm_waits, proje
 from loaderprof.comparing.command_findings import Inspect, arm_findings
 from loaderprof.comparing.scheduler import at_look, trial_order
 from loaderprof.comparing.session import plan_outcome
-from loaderprof.config.run import AUTO, RunConfig, Schedule, check_epochs
+from loaderprof.config.build import check_epochs
+from loaderprof.config.run import AUTO, RunConfig, Schedule
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import EventReader

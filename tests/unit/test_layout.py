@@ -30,3 +30,17 @@ def test_a_test_that_starts_processes_lives_in_e2e() -> None:
         if "mark.e2e" in p.read_text(encoding="utf-8") and p != Path(__file__)
     }
     assert marked <= E2E_BESIDE_ITS_FIXTURES, sorted(marked - E2E_BESIDE_ITS_FIXTURES)
+
+
+def test_modules_stay_small_and_the_top_level_stays_thin() -> None:
+    """No module over 600 lines; at most 12 modules directly in `loaderprof/` (the
+    entry points and the leaves below every folder)."""
+    package = ROOT / "loaderprof"
+    if not package.is_dir():
+        pytest.skip("an installed package: the checkout is not here")
+    sizes = {
+        str(p.relative_to(package)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in package.rglob("*.py")
+    }
+    assert not {m: n for m, n in sizes.items() if n > 600}
+    assert len(list(package.glob("*.py"))) <= 12

@@ -256,7 +256,7 @@ def test_exporters_render_a_report() -> None:
 
 def test_gates_from_pyproject_tool_table(tmp_path: Path) -> None:
     from loaderprof.api import load_gates
-    from loaderprof.config.run import load_config_file
+    from loaderprof.config.build import load_config_file
 
     f = tmp_path / "pyproject.toml"
     f.write_text(

@@ -11,7 +11,8 @@ import pytest
 
 from loaderprof import api
 from loaderprof.cli import _run
-from loaderprof.config.run import RunConfig, find_project_config
+from loaderprof.config.build import find_project_config
+from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 
 DATASET = "loaderprof.examples:CheapDataset"

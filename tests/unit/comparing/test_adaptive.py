@@ -10,7 +10,8 @@ from fakes import FakeRunner
 from loaderprof.analysis.stats import look_confidence
 from loaderprof.comparing.scheduler import run_schedule
 from loaderprof.comparing.session import build_report, settled_rule
-from loaderprof.config.run import RunConfig, build_config
+from loaderprof.config.build import build_config
+from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 
 DATASET = "loaderprof.examples:CheapDataset"

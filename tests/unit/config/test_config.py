@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from loaderprof.config.build import build_config, load_config_file
 from loaderprof.config.refs import ObjectRef, build_dataset, parse_arg, parse_args, parse_value
-from loaderprof.config.run import RunConfig, build_config, load_config_file
+from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 
 

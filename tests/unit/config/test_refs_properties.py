@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loaderprof.config.build import build_config, load_config_file
 from loaderprof.config.refs import ObjectRef, parse_arg
-from loaderprof.config.run import build_config, load_config_file
 from loaderprof.errors import UsageError
 
 keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
