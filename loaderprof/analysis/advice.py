@@ -15,8 +15,9 @@ from loaderprof.model.metrics import Ratio
 from loaderprof.units import fmt_ratio, plural
 
 PlanMode = Literal["adaptive", "fixed"]
-# More trials (or steady epochs) per arm than this is no plan a user would run: past it
-# the verdict says how close the ratio sits to the line instead of asking for them.
+# More trials per arm than this is no plan a user would run: past it the verdict says
+# how close the ratio sits to the line instead of asking for them. (Steady epochs of
+# one trial are cheap, and more trials measure it another way: no such limit.)
 PRACTICAL_UNITS = 100
 
 
@@ -33,20 +34,28 @@ def interval_words(r: Ratio, p: float | None, confidence: float, unit: str | Non
     )
 
 
-def more_trials(plan: PlanMode) -> str:
+def counted(a: Assessment) -> str:
+    """'3 trials', or '4 steady epochs' where one trial per arm stood in for trials."""
+    return plural(a.n, "trial" if a.unit == "trial" else "steady epoch")
+
+
+def more_trials(plan: PlanMode, cap: int | None) -> str:
     """How to get a second trial per arm: a fixed plan of one asks for more; an
-    adaptive plan looks first at 2, so with one it was cut short."""
-    if plan == "adaptive":
-        return "let --trials auto run to its end (this run was cut short)"
-    return "run --trials auto or --trials 2"
+    adaptive plan (`cap`: its --max-trials) looks first at 2, so with one it was cut
+    short, or capped at one."""
+    if plan == "fixed":
+        return "run --trials auto or --trials 2"
+    if cap is not None and cap < 2:
+        return "raise --max-trials to 2"
+    return "let --trials auto run to its end (this run was cut short)"
 
 
-def advice(a: Assessment, plan: PlanMode, total: int) -> str:
+def advice(a: Assessment, plan: PlanMode, cap: int | None, total: int) -> str:
     """The option that acts on the plan that ran, to reach `total` units per arm."""
     if a.unit != "trial":
         # One trial per arm: its steady epochs are the units, so --epochs adds them.
         return (
-            f"run --epochs {total + 1} (or {more_trials(plan)}: one trial per arm "
+            f"run --epochs {total + 1} (or {more_trials(plan, cap)}: one trial per arm "
             "cannot show how trials differ)"
         )
     if plan == "adaptive":
@@ -54,9 +63,10 @@ def advice(a: Assessment, plan: PlanMode, total: int) -> str:
     return f"run --trials {total}"
 
 
-def what_decides(a: Assessment, plan: PlanMode) -> str:
+def what_decides(a: Assessment, plan: PlanMode, cap: int | None) -> str:
     """What would put the interval on one side of its line: about how many more units,
-    none practical, or the option that adds them."""
+    none practical, or the option that adds them (`cap`: an adaptive plan's
+    --max-trials)."""
     units = "trials" if a.unit == "trial" else "steady epochs"
     if a.at_line:
         return (
@@ -65,11 +75,13 @@ def what_decides(a: Assessment, plan: PlanMode) -> str:
             "difference is too small to matter either way"
         )
     if a.more is None:
-        return advice(a, plan, a.n + 1)
+        return advice(a, plan, cap, a.n + 1)
     more = plural(a.more, "more trial" if a.unit == "trial" else "more steady epoch")
-    if a.n + a.more > PRACTICAL_UNITS:
+    if a.unit == "trial" and a.n + a.more > PRACTICAL_UNITS:
         return (
             f"about {more} per arm (n={a.n} now) would decide it, more than is practical: "
             f"for this spread, the ratio sits close to {a.target:.2f}"
         )
-    return f"about {more} per arm (n={a.n} now) would decide it: " + advice(a, plan, a.n + a.more)
+    return f"about {more} per arm (n={a.n} now) would decide it: " + advice(
+        a, plan, cap, a.n + a.more
+    )

@@ -19,7 +19,14 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loaderprof.analysis.advice import PlanMode, advice, interval_words, more_trials, what_decides
+from loaderprof.analysis.advice import (
+    PlanMode,
+    advice,
+    counted,
+    interval_words,
+    more_trials,
+    what_decides,
+)
 from loaderprof.analysis.assessment import Assessment, assess
 from loaderprof.analysis.assessment import epochs_to_decide as epochs_to_decide
 from loaderprof.analysis.assessment import settled as settled
@@ -181,7 +188,7 @@ def _command_on_time(
         return Verdict(
             "neutral",
             "Not decided: one trial per arm cannot show how trials differ.",
-            (f"an interval needs ≥ 2 trials per arm: {more_trials(plan)}", ev.memory),
+            (f"an interval needs ≥ 2 trials per arm: {more_trials(plan, max_trials)}", ev.memory),
             decided=False,
         )
     return _time_verdict(None, ev, min_gain)
@@ -283,7 +290,8 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
             (
                 f"no significant difference in steady epoch time ({ev.interval}), yet the "
                 f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
-                f"worth enabling for (--min-gain {min_gain:g}); " + what_decides(ev.a, ev.plan),
+                f"worth enabling for (--min-gain {min_gain:g}); "
+                + what_decides(ev.a, ev.plan, ev.max_trials),
                 ev.memory,
             ),
             decided=False,
@@ -296,7 +304,6 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
     intervals])."""
     a, r = ev.a, ev.ratio
     units = "trials" if a.unit == "trial" else "steady epochs"
-    counted = plural(a.n, "trial" if a.unit == "trial" else "steady epoch")
     level = f"{a.confidence * 100:.3g} %"
     if not r.has_interval:
         why = (
@@ -304,20 +311,20 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
             "show no spread to judge it by"
         )
         show = "shows" if a.n == 1 else "show"
-        headline = f"Not decided: {counted} per arm {show} no spread to decide on."
+        headline = f"Not decided: {counted(a)} per arm {show} no spread to decide on."
     else:
         # The endpoints stay in the JSON: printed, they would read as a finding.
         why = (
             f"its {level} interval reaches more than {UNINFORMATIVE_FACTOR:g}× either way "
             f"of it: the {units} spread too much for {a.n} per arm to say anything"
         )
-        headline = f"Not decided: {counted} per arm with this spread cannot decide."
+        headline = f"Not decided: {counted(a)} per arm with this spread cannot decide."
     return Verdict(
         "neutral",
         headline,
         (
             f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but {why}; "
-            + advice(a, ev.plan, max(a.n + 2, 4)),
+            + advice(a, ev.plan, ev.max_trials, max(a.n + 2, 4)),
             ev.memory,
         ),
         decided=False,
@@ -328,13 +335,13 @@ def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
     a, r = ev.a, ev.ratio
     return Verdict(
         "neutral",
-        f"Not decided: after {plural(a.n, 'trial')} per arm the saving may or may not reach "
+        f"Not decided: after {counted(a)} per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
         (
             f"steady epochs look {fmt_change(r.value)} with persistent workers "
             f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
             f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
-            + what_decides(ev.a, ev.plan),
+            + what_decides(ev.a, ev.plan, ev.max_trials),
             ev.memory,
         ),
         decided=False,

@@ -12,7 +12,7 @@ from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.inside.hook import same_site
 from loaderprof.inside.waits import wait_split
-from loaderprof.measure.readings import IterSpan, iter_spans
+from loaderprof.measure.readings import IterSpan, add_iter_event
 from loaderprof.model.command import CommandEpoch, MainLoader
 
 
@@ -27,12 +27,8 @@ def _batches(e: IterSpan) -> int:
 @dataclass
 class _Loader:
     created: Mapping[str, Any]
-    # Its own events, in the order read.
-    events: list[Mapping[str, Any]] = field(default_factory=list)
-
-    @property
-    def epochs(self) -> list[IterSpan]:
-        return iter_spans(self.events, str(self.created["loader"]))
+    # Its epochs, each event added as it is read (`add_iter_event`).
+    epochs: list[IterSpan] = field(default_factory=list)
 
     @property
     def ended(self) -> list[IterSpan]:
@@ -45,7 +41,7 @@ class _Loader:
 
 class CommandTrace:
     """The loaders of one run of the command and their epochs, fed its events in the
-    order they were read; each loader's epochs by the one rule (`iter_spans`)."""
+    order they were read; each loader's epochs by the one rule (`add_iter_event`)."""
 
     def __init__(self, t0_ns: int, site: str | None = None) -> None:
         self.t0 = t0_ns
@@ -63,7 +59,7 @@ class CommandTrace:
             if ev.get("ev") == Ev.LOADER_CREATED:
                 self.loaders.setdefault(lid, _Loader(ev))
             elif lid in self.loaders:
-                self.loaders[lid].events.append(ev)
+                add_iter_event(self.loaders[lid].epochs, ev)
 
     def in_epoch(self) -> bool:
         """Some loader's epoch has begun and not ended, as far as the events read say."""

@@ -137,27 +137,36 @@ class IterSpan:
     end: Mapping[str, Any] | None
 
 
-_ITER = (Ev.ITER_START, Ev.ITER_FIRST_BATCH, Ev.ITER_END)
+# Equal stamps: an epoch's end before the next one's start, its start before its
+# first batch.
+_ITER_ORDER = {Ev.ITER_END: 0, Ev.ITER_START: 1, Ev.ITER_FIRST_BATCH: 2}
+
+
+def add_iter_event(spans: list[IterSpan], ev: Mapping[str, Any]) -> None:
+    """One loader's `iter_*` event applied to its epochs so far, in time order: an
+    `iter_start` opens an epoch, which takes the first `iter_first_batch` and the
+    first `iter_end` before the next opens. compare -- COMMAND feeds it each event as
+    it is read (one process writes a loader's events, in order); watch through
+    `iter_spans`, once the command ended."""
+    kind = ev.get("ev")
+    if kind == Ev.ITER_START:
+        planned = ev.get("planned")
+        spans.append(
+            IterSpan(int(ev["t"]), planned if isinstance(planned, int) else None, None, None)
+        )
+    elif spans and kind == Ev.ITER_FIRST_BATCH and spans[-1].first_ns is None:
+        spans[-1] = replace(spans[-1], first_ns=int(ev["t"]))
+    elif spans and kind == Ev.ITER_END and spans[-1].end is None:
+        spans[-1] = replace(spans[-1], end=ev)
 
 
 def iter_spans(events: Iterable[Mapping[str, Any]], loader: str) -> list[IterSpan]:
-    """`loader`'s epochs, in time order: each `iter_start` opens one, which takes
-    the first `iter_first_batch` and the first `iter_end` before the next opens
-    (one process writes a loader's events, so a stable sort keeps their order).
-    compare -- COMMAND reads them while the command runs, watch once it ended."""
+    """`loader`'s epochs, in time order, by `add_iter_event`."""
     mine = sorted(
-        (ev for ev in events if ev.get("loader") == loader and ev.get("ev") in _ITER),
-        key=lambda ev: ev["t"],
+        (ev for ev in events if ev.get("loader") == loader and ev.get("ev") in _ITER_ORDER),
+        key=lambda ev: (ev["t"], _ITER_ORDER[ev["ev"]]),
     )
     spans: list[IterSpan] = []
     for ev in mine:
-        if ev["ev"] == Ev.ITER_START:
-            planned = ev.get("planned")
-            spans.append(
-                IterSpan(int(ev["t"]), planned if isinstance(planned, int) else None, None, None)
-            )
-        elif spans and ev["ev"] == Ev.ITER_FIRST_BATCH and spans[-1].first_ns is None:
-            spans[-1] = replace(spans[-1], first_ns=int(ev["t"]))
-        elif spans and ev["ev"] == Ev.ITER_END and spans[-1].end is None:
-            spans[-1] = replace(spans[-1], end=ev)
+        add_iter_event(spans, ev)
     return spans

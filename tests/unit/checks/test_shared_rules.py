@@ -212,3 +212,13 @@ def test_hooked_epochs_are_one_rule() -> None:
     ]
     assert [e.batches for e in ended] == [4, 3]
     assert [e.end_s is None for e in watched.epochs] == [False, True, False]
+
+
+def test_an_end_and_the_next_start_at_one_stamp_keep_their_epochs() -> None:
+    """watch hands the events grouped by kind; one stamp may end an epoch and start the
+    next: the end is the earlier epoch's."""
+    lid = "100.1"
+    starts = [{"ev": "iter_start", "t": t, "loader": lid} for t in (1 * S, 2 * S)]
+    ends = [{"ev": "iter_end", "t": t, "loader": lid, "batches": 4} for t in (2 * S, 3 * S)]
+    spans = iter_spans([*starts, *ends], lid)
+    assert [(s.start_ns, s.end and s.end["t"]) for s in spans] == [(S, 2 * S), (2 * S, 3 * S)]

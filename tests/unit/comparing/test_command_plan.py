@@ -91,6 +91,9 @@ def test_the_verdict_is_compares_with_its_words() -> None:
     # An adaptive plan looks first at 2 trials per arm: with one, it was cut short.
     cut = decide_command(saving(p[:1], n[:1], 0), 1, 0.05, 6)
     assert cut.reasons[0].endswith("let --trials auto run to its end (this run was cut short)")
+    # ... unless its cap allowed no second trial.
+    capped = decide_command(saving(p[:1], n[:1], 0), 1, 0.05, 1)
+    assert capped.reasons[0].endswith("raise --max-trials to 2")
     none = decide_command(None, 0, 0.05, 6)
     assert none.headline == "Not enough steady epochs were measured to decide."
     same = decide_command(saving(p, [_trial(9, "non_persistent", 0.18)] * 2, 0), 2, 0.05, None)
