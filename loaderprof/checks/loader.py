@@ -99,9 +99,11 @@ def check_straggler(report: Report) -> list[Finding]:
     prefetch = lo.prefetch_factor or DEFAULT_PREFETCH
     step_s = report.config.step_ms / 1000
     ordered, unordered = in_order_wait(times, batches, prefetch, step_s)
-    # The model's in-order epoch is no longer than the epochs measured: what it saves
-    # comes out of those.
-    ordered = min(ordered, wall)
+    if ordered > wall > 0:
+        # The model's in-order epoch is longer than the epochs measured: both its
+        # estimates shrink to them, so what it saves comes out of what was measured.
+        unordered *= wall / ordered
+        ordered = wall
     saving = ordered - unordered
     if wall <= 0 or saving < max(STRAGGLER_MIN_SHARE * wall, STRAGGLER_MIN_S):
         return []

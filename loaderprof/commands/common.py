@@ -175,12 +175,12 @@ def saved_code(saved: bool) -> int:
     return int(ExitCode.OK if saved else ExitCode.NOT_SAVED)
 
 
-def nothing_written(outputs: Outputs) -> str:
-    """'; nothing measured: no report written (r.json)' for a run that failed before
-    it measured anything, where files were asked for; else ''."""
+def nothing_written(outputs: Outputs, why: str = "nothing measured") -> str:
+    """'; nothing measured: no report written (r.json)' for a run that ended before it
+    had anything to write, where files were asked for; else ''."""
     if not outputs.unwritten:
         return ""
-    return f"; nothing measured: no report written ({', '.join(outputs.unwritten)})"
+    return f"; {why}: no report written ({', '.join(outputs.unwritten)})"
 
 
 def interrupted_line(outputs: Outputs, *, complete: bool) -> str:

@@ -111,6 +111,11 @@ def _plan(values: dict[str, Any]) -> Any:
     )
 
 
+# What a run that ended in its first trial has to write: a trial's epochs count
+# only once it completed.
+_NONE_DONE = "no trial completed"
+
+
 def run(values: dict[str, Any]) -> int:
     from loaderprof.comparing.command import CommandFailed, check_plan, compare_command
 
@@ -138,9 +143,12 @@ def run(values: dict[str, Any]) -> int:
         if exc.report is None:
             if exc.detail:
                 sys.stderr.write(exc.detail.rstrip() + "\n")
-            raise LoaderprofError(exc.message + nothing_written(outputs)) from None
+            raise LoaderprofError(exc.message + nothing_written(outputs, _NONE_DONE)) from None
         # A later trial's: the trials before it are shown and written first.
         report, failed = exc.report, exc
+    except UsageError as exc:
+        # The first trial's run was no run to compare (no loader, too few epochs).
+        raise UsageError(exc.message + nothing_written(outputs, _NONE_DONE)) from None
     if not report.trials:
         # A signal before the first trial ended: nothing to show or write.
         say(interrupted_line(outputs, complete=False), "yellow")

@@ -63,9 +63,10 @@ _TAIL_LINES = 15
 
 
 class CommandFailed(LoaderprofError):
-    """The user's command ended by itself, with an error, inside a trial (exit 3).
-    `report`: the trials measured before it, where there were some (nothing measured
-    is lost: it is still shown and written)."""
+    """The user's command ended by itself, with an error, inside a trial (exit 3), or
+    a later trial's run was unlike the first's (fewer epochs, no loader). `report`:
+    the trials measured before it, where there were some (nothing measured is lost:
+    it is still shown and written)."""
 
     def __init__(
         self, message: str, *, detail: str | None = None, report: CommandReport | None = None
@@ -374,7 +375,8 @@ def compare_command(
     runner = CommandRunner(plan, inspect)
     order = [s.arm for s in trial_order(plan.schedule.per_arm, plan.seed)]
     trials: list[CommandTrial] = []
-    interrupted, why, failed = False, None, None
+    interrupted, why = False, None
+    failed: LoaderprofError | None = None
     t0, cpu = time.monotonic(), contention.mark()
     try:
         for i, arm in enumerate(order):
@@ -382,7 +384,9 @@ def compare_command(
                 on_trial(i + 1, len(order), arm)  # type: ignore[arg-type]
             try:
                 trials.append(runner.run(i + 1, arm))  # type: ignore[arg-type]
-            except CommandFailed as exc:
+            except LoaderprofError as exc:
+                # A later trial's failure (its own error, or a run unlike the first:
+                # fewer epochs, no loader) ends the run with the trials before it.
                 if not trials:
                     raise
                 failed = exc
@@ -508,7 +512,8 @@ def summarise(
         max_batches=cut,
         error=error,
     )
-    if not plan.gates or v is None:
+    if not plan.gates or v is None or not complete:
+        # A run a failure or a signal cut short is reported, not gated (compare's rule).
         return report
     from loaderprof.analysis.gates import evaluate_command
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -98,7 +99,20 @@ def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str
 
 
 def read_report(path: str | Path, *, needs: str = "this command reads compare reports") -> Report:
-    return _read(path, Report, "compare", needs, "report")
+    return _read(path, Report, "compare", needs, "report", check=_has_config)
+
+
+def _has_config(path: str | Path, data: dict[str, Any]) -> None:
+    """The typed config fills what a file leaves out with defaults: what every compare
+    report has recorded must be there, or a default would pass for a measured setting."""
+    config = data.get("config")
+    config = config if isinstance(config, dict) else {}
+    loader = config.get("loader")
+    if not isinstance(loader, dict) or "num_workers" not in loader or "dataset" not in config:
+        raise UsageError(
+            f"{path} is not a valid loaderprof report: its config lacks the dataset or "
+            "the loader's num_workers"
+        )
 
 
 def read_command(path: str | Path, *, needs: str = "") -> CommandReport:
@@ -111,9 +125,18 @@ def read_sweep(path: str | Path, *, needs: str = "this command reads sweep repor
     return _read(path, SweepReport, "sweep", needs, "sweep report")
 
 
-def _read(path: str | Path, cls: type[T], kind: str, needs: str, what: str) -> T:
+def _read(
+    path: str | Path,
+    cls: type[T],
+    kind: str,
+    needs: str,
+    what: str,
+    check: Callable[[str | Path, dict[str, Any]], None] | None = None,
+) -> T:
     data = _load(path)
     require_kind(path, data, kind, needs)
+    if check is not None:
+        check(path, data)
     try:
         return from_dict(cls, data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

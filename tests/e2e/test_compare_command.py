@@ -209,19 +209,22 @@ def test_a_script_failing_on_its_own_is_its_error_exit_3(tmp_path: Path) -> None
     assert "Traceback" not in run.stderr
 
 
-# Runs its loop once, then fails on every later run, as a script whose data went away.
+# Runs its loop once; every later run fails ("exit": as a script whose data went away)
+# or runs one epoch only ("short": a run unlike the first).
 FAILS_LATER = """
 import os, sys
 from torch.utils.data import DataLoader
 from loaderprof.examples import LazyResourceDataset
 
 if __name__ == "__main__":
-    count, epochs = sys.argv[1], int(sys.argv[2])
+    count, epochs, later = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     runs = int(open(count).read()) if os.path.exists(count) else 0
     with open(count, "w") as f:
         f.write(str(runs + 1))
-    if runs:
+    if runs and later == "exit":
         sys.exit("the data mount is gone (the script's own error)")
+    if runs:
+        epochs = 1
     loader = DataLoader(LazyResourceDataset(n=32, dim=4), batch_size=8, num_workers=2)
     for epoch in range(epochs):
         for batch in loader:
@@ -229,19 +232,32 @@ if __name__ == "__main__":
 """
 
 
-def test_a_later_trials_failure_keeps_the_trials_measured(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("later", "words"),
+    [
+        ("exit", "the command exited with status 1 in trial 2"),
+        ("short", "the command ended after 1 epoch(s) of its main loader in trial 2"),
+    ],
+)
+def test_a_later_trials_failure_keeps_the_trials_measured(
+    tmp_path: Path, later: str, words: str
+) -> None:
     _script(tmp_path, FAILS_LATER)
     out = tmp_path / "r.json"
-    argv = (str(tmp_path / "count"), "50")
-    run = _compare(tmp_path, "--trials", "2", "--epochs", "2", "--json", str(out), argv=argv)
+    argv = (str(tmp_path / "count"), "50", later)
+    gate = ("--fail-on", "saved_s_per_epoch:>=1ms")
+    run = _compare(tmp_path, "--trials", "2", "--epochs", "2", *gate, "--json", str(out), argv=argv)
     assert run.returncode == 3, run.stderr
-    assert "the script's own error" in run.stderr and "Traceback" not in run.stderr
+    assert "Traceback" not in run.stderr
+    assert later == "short" or "the script's own error" in run.stderr
     (line,) = run.error_lines()
-    assert line.startswith("loaderprof: error: the command exited with status 1 in trial 2")
+    assert line.startswith(f"loaderprof: error: {words}")
     report = json.loads(out.read_text())
     assert len(report["trials"]) == 1 and report["complete"] is False
     assert report["error"] == line.removeprefix("loaderprof: error: ")
     assert report["plan"]["stopped"] == "stopped by a failure after 0 of 2 planned trials per arm"
+    # A run cut short is reported, not gated.
+    assert report["gates"] == [] and report["gate_status"] is None
     assert "1 trial" in run.stdout
     assert_nothing_left()
 
