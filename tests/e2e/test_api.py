@@ -227,9 +227,13 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         "alloc_mib=32",
         "--arg",
         "n=32",
-        # Workers live several sampling intervals, so both are seen at their peak.
+        # Workers live several sampling intervals, and the page-table walks (PSS) come
+        # every 100 ms in an epoch (500 ms by default, longer than a short epoch on a
+        # busy machine), so both are seen at their peak.
         "--arg",
         "item_sleep_s=0.02",
+        "--uss-interval",
+        "100",
         "--num-workers",
         "0,1,2",
         "--persistent",
