@@ -73,12 +73,17 @@ def test_counts_and_lifecycle_fields(lazy_report: tuple[Run, dict[str, Any]]) ->
             assert w["started_s"] <= w["init_start_s"] + 0.011  # /proc has 10 ms ticks
             assert w["init_start_s"] <= w["ready_s"] <= w["first_batch_s"]
             assert w["exited_s"] is not None and w["exited_s"] >= w["first_batch_s"]
-            assert w["peak_uss_bytes"] <= w["peak_pss_bytes"] <= w["peak_rss_bytes"]
+            # A walk (USS, PSS) comes at most every 500 ms inside an epoch: a
+            # non-persistent worker of a short epoch on a busy machine may have none.
+            if w["peak_uss_bytes"] is not None:
+                assert w["peak_uss_bytes"] <= w["peak_pss_bytes"] <= w["peak_rss_bytes"]
         assert sum(w["samples"] for w in trial["workers"]) == 5 * 128
         roles = {t["role"] for t in trial["timeline"]}
         assert {"main", "worker"} <= roles
     p_workers = report["arms"]["persistent"]["trials"][0]["workers"]
     assert len(p_workers) == 2 and {w["first_epoch"] for w in p_workers} == {1}
+    # Persistent workers live through the pauses, which are walked whole.
+    assert all(w["peak_uss_bytes"] for w in p_workers)
     n_workers = report["arms"]["non_persistent"]["trials"][0]["workers"]
     assert sorted(w["first_epoch"] for w in n_workers) == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
 
