@@ -185,11 +185,10 @@ def _command_on_time(
         max_trials,
     )
     if s.unit != "trial":
-        return Verdict(
-            "neutral",
+        return _undecided(
             "Not decided: one trial per arm cannot show how trials differ.",
-            (f"an interval needs ≥ 2 trials per arm: {more_trials(plan, max_trials)}", ev.memory),
-            decided=False,
+            f"an interval needs ≥ 2 trials per arm: {more_trials(plan, max_trials)}",
+            ev,
         )
     return _time_verdict(None, ev, min_gain)
 
@@ -283,18 +282,14 @@ def _time_verdict(comparison: Comparison | None, ev: _Evidence, min_gain: float)
     if a.side != "above":
         # NOTE [no gain needs evidence]: "no gain" is a claim of its own; the interval
         # must rule out a saving worth enabling for before it may say keep_off.
-        return Verdict(
-            "neutral",
+        return _undecided(
             f"Not decided: no significant difference, but a saving of up to "
             f"{(1 - r.ci_low) * 100:.0f} % of the epoch is still possible.",
-            (
-                f"no significant difference in steady epoch time ({ev.interval}), yet the "
-                f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
-                f"worth enabling for (--min-gain {min_gain:g}); "
-                + what_decides(ev.a, ev.plan, ev.max_trials),
-                ev.memory,
-            ),
-            decided=False,
+            f"no significant difference in steady epoch time ({ev.interval}), yet the "
+            f"interval reaches below {a.line:.2f}: it cannot rule out a saving "
+            f"worth enabling for (--min-gain {min_gain:g}); "
+            + what_decides(ev.a, ev.plan, ev.max_trials),
+            ev,
         )
     return _no_difference_verdict(comparison, ev)
 
@@ -319,33 +314,31 @@ def _cannot_decide_verdict(ev: _Evidence) -> Verdict:
             f"of it: the {units} spread too much for {a.n} per arm to say anything"
         )
         headline = f"Not decided: {counted(a)} per arm with this spread cannot decide."
-    return Verdict(
-        "neutral",
+    return _undecided(
         headline,
-        (
-            f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but {why}; "
-            + advice(a, ev.plan, ev.max_trials, max(a.n + 2, 4)),
-            ev.memory,
-        ),
-        decided=False,
+        f"the steady epochs' ratio reads {fmt_ratio(r.value)}, but {why}; "
+        + advice(a, ev.plan, ev.max_trials, max(a.n + 2, 4)),
+        ev,
     )
 
 
 def _unsettled_verdict(ev: _Evidence, min_gain: float) -> Verdict:
     a, r = ev.a, ev.ratio
-    return Verdict(
-        "neutral",
+    return _undecided(
         f"Not decided: after {counted(a)} per arm the saving may or may not reach "
         f"--min-gain {min_gain:g}.",
-        (
-            f"steady epochs look {fmt_change(r.value)} with persistent workers "
-            f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
-            f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
-            + what_decides(ev.a, ev.plan, ev.max_trials),
-            ev.memory,
-        ),
-        decided=False,
+        f"steady epochs look {fmt_change(r.value)} with persistent workers "
+        f"({ev.interval}), but the interval reaches both sides of {a.line:.2f}, "
+        f"and the adaptive plan stopped at its cap (--max-trials {ev.max_trials}); "
+        + what_decides(ev.a, ev.plan, ev.max_trials),
+        ev,
     )
+
+
+def _undecided(headline: str, why: str, ev: _Evidence) -> Verdict:
+    """Neutral for now: `why` says what the evidence lacks and what would decide it;
+    the memory sentence follows, as on every verdict."""
+    return Verdict("neutral", headline, (why, ev.memory), decided=False)
 
 
 def _over_budget_verdict(p_sum: ArmSummary, ev: _Evidence, budget: int) -> Verdict:
