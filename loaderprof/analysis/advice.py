@@ -70,9 +70,8 @@ def what_decides(a: Assessment, plan: PlanMode, cap: int | None) -> str:
     units = "trials" if a.unit == "trial" else "steady epochs"
     if a.at_line:
         return (
-            f"the ratio sits within a tenth of the interval's half-width of {a.target:.2f} "
-            f"(on the log scale), so no practical number of {units} would decide it: the "
-            "difference is too small to matter either way"
+            f"the ratio sits so close to {a.target:.2f} for this spread that no practical "
+            f"number of {units} would decide it"
         )
     if a.more is None:
         return advice(a, plan, cap, a.n + 1)

@@ -33,14 +33,27 @@ class Assessment:
     # The line the interval must clear to decide: the --min-gain line, or 1.
     target: float
     # About how many more units per arm would put the interval on one side of
-    # `target`; None when the ratio sits at it (or nothing can be said).
+    # `target`; None when none up to MOST_UNITS would (or nothing can be said).
     more: int | None
+    # No number of units up to MOST_UNITS would: the ratio sits that close to `target`.
     at_line: bool
 
 
+# Past this many units per arm the extrapolation stops: the ratio sits at the line.
+MOST_UNITS = 100_000
+
+
 def assess(
-    r: Ratio, p: float | None, confidence: float, min_gain: float, n: int, unit: str | None
+    r: Ratio,
+    p: float | None,
+    confidence: float,
+    min_gain: float,
+    n: int,
+    unit: str | None,
+    df: float | None = None,
 ) -> Assessment:
+    """`df`: the t's degrees of freedom; None (a report written before it was kept)
+    takes n − 1, the fewest Welch's can be."""
     line = 1.0 - min_gain
     side: Side = "below" if r.ci_high < line else "above" if r.ci_low > line else "straddles"
     direction = significant_direction(r, p, 1 - confidence)
@@ -49,12 +62,37 @@ def assess(
     if r.has_interval and r.ci_low > 0 and r.value > 0 and n > 0:
         half = math.log(r.ci_high / r.ci_low) / 2
         distance = abs(math.log(r.value / target))
-        at_line = half > 0 and distance < 0.1 * half
-        if half > 0 and not at_line:
-            more = max(1, math.ceil(n * (half / distance) ** 2) - n)
+        if half > 0:
+            more = _units_to_decide(half, distance, n, df or max(n - 1, 1), confidence)
+            at_line = more is None
     return Assessment(
         r, p, confidence, n, unit, line, direction, side, r.informative, target, more, at_line
     )
+
+
+def _units_to_decide(
+    half: float, distance: float, n: int, df: float, confidence: float
+) -> int | None:
+    """The fewest more units per arm whose interval's half-width (log scale) falls
+    below `distance`: the standard error shrinks as 1/√n, and the t quantile with the
+    degrees of freedom, each unit per arm adding at least one (Welch's can add two;
+    memory trials add none). None past MOST_UNITS."""
+    from scipy.special import stdtrit
+
+    q = 1 - (1 - confidence) / 2
+    se = half / float(stdtrit(df, q))
+
+    def decides(total: int) -> bool:
+        return float(stdtrit(df + total - n, q)) * se * math.sqrt(n / total) < distance
+
+    if not decides(MOST_UNITS):
+        return None
+    # The half-width falls as units are added: bisect for the first total that decides.
+    lo, hi = n, MOST_UNITS
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+    return hi - n
 
 
 def settled(r: Ratio, min_gain: float) -> bool:
@@ -65,8 +103,8 @@ def settled(r: Ratio, min_gain: float) -> bool:
     return r.informative and (r.ci_high < line or r.ci_low > line)
 
 
-def epochs_to_decide(r: Ratio, n: int, min_gain: float) -> int | None:
+def epochs_to_decide(r: Ratio, n: int, min_gain: float, df: float | None = None) -> int | None:
     """About how many more units per arm would put the interval wholly on one side of
-    1 − min_gain (or of 1), from the measured spread, on the log scale: the interval
-    narrows as 1/√n. None when the ratio sits on the line itself."""
-    return assess(r, None, CONFIDENCE, min_gain, n, None).more
+    1 − min_gain (or of 1), from the measured spread, on the log scale (see
+    `_units_to_decide`). None when no practical number would."""
+    return assess(r, None, CONFIDENCE, min_gain, n, None, df).more

@@ -123,6 +123,7 @@ def compare(
         steady_epoch_n=steady.n if steady else None,
         confidence=confidence,
         non_persistent_over_budget=np_over,
+        steady_epoch_df=steady.df if steady else None,
         steady_epoch_spread=(
             {
                 "persistent": spread[0].source,

@@ -126,6 +126,7 @@ def _on_measurements(inputs: VerdictInputs) -> Verdict:
         min_gain,
         comparison.steady_epoch_n or 0,
         comparison.unit,
+        comparison.steady_epoch_df,
     )
     plan: PlanMode = "adaptive" if inputs.max_trials is not None else "fixed"
     ev = _evidence(comparison, p_sum, r, saved, a, plan, inputs.max_trials)
@@ -173,7 +174,7 @@ def _command_on_time(
             ("need at least one steady epoch (epoch ≥ 2) in each arm",),
             decided=False,
         )
-    a = assess(s.ratio, s.p, s.confidence, min_gain, per_arm, s.unit)
+    a = assess(s.ratio, s.p, s.confidence, min_gain, per_arm, s.unit, s.df)
     plan: PlanMode = "adaptive" if max_trials is not None else "fixed"
     ev = _Evidence(
         a,

@@ -341,6 +341,7 @@ def saving(
         p=est.p,
         confidence=confidence,
         unit=est.unit,
+        df=est.df,
     )
 
 

@@ -106,6 +106,8 @@ class SavingEstimate:
     confidence: float
     # "trial" (≥ 2 per arm) or "epoch" (one trial: no interval is earned).
     unit: str
+    # The ratio's t: its degrees of freedom (None: no interval, or an older report).
+    df: float | None = None
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,13 @@ class Comparison:
     # both arms break it, persistence is not what breaks it.
     non_persistent_over_budget: bool | None = None
     # See NOTE [spread of an arm]. What each arm's steady spread was learned from
-    # ("trials": the trial figures, timing and memory trials; "epochs in trials":
-    # the floor from the epochs inside each trial) and its degrees of freedom.
+    # ("trials": the trial figures, timing and memory trials; "timing trials": the
+    # timing trials alone, the memory trials' epochs having spread more; "epochs in
+    # trials": the floor from the epochs inside each trial) and its degrees of freedom.
     steady_epoch_spread: Mapping[str, Any] | None = None
+    # The steady ratio's t: its degrees of freedom (Welch-Satterthwaite over the two
+    # arms' spreads), from which "what would decide it" extrapolates.
+    steady_epoch_df: float | None = None
 
 
 @dataclass(frozen=True)
