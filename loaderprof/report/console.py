@@ -22,6 +22,7 @@ from loaderprof.report.rows import (
     REUSED,
     SummaryRow,
     caption,
+    evidence_items,
     fmt_ratio_interval,
     fmt_stat,
     interval_text,
@@ -360,7 +361,7 @@ def findings_panel(
             body.append("\n")
         body.append(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE[f.severity])
         body.append(f"{f.title}  [{f.id}]\n")
-        evidence = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+        evidence = ", ".join(f"{k}={v}" for k, v in evidence_items(f.evidence))
         body.append(f"        evidence: {evidence}\n", style="dim")
         body.append(f"        fix: {f.fix}")
     return Panel(body, title=title, title_align="left", border_style="yellow")

@@ -25,7 +25,14 @@ from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ARMS, ArmResult, Report
 from loaderprof.model.trials import EpochResult, TrialResult
-from loaderprof.report.rows import ARM_COLOR, caption, loader_text, plan_text, summary_rows
+from loaderprof.report.rows import (
+    ARM_COLOR,
+    caption,
+    evidence_items,
+    loader_text,
+    plan_text,
+    summary_rows,
+)
 from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 # The same arm colours as the --plot figure, so the two read alike.
@@ -232,7 +239,7 @@ def _findings(report: Report) -> list[str]:
         text = f"no findings ({', '.join(ran)})" if ran else "none: no check had the data to run"
         return [*out, f"<p>{_e(text)}</p>", "</section>"]
     for f in report.findings:
-        evidence = [(_e(k), _e(v)) for k, v in f.evidence.items()]
+        evidence = [(_e(k), _e(v)) for k, v in evidence_items(f.evidence)]
         arm = f" · {_e(ARM_LABEL.get(f.arm, f.arm))}" if f.arm else ""
         out += [
             f'<div class="finding" id="finding-{_e(f.id)}">',

@@ -5,7 +5,14 @@ from __future__ import annotations
 from loaderprof.model.results import ARM_LABEL, Report
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_rows, watch_wait_line
-from loaderprof.report.rows import LOADER_REUSED, caption, loader_text, plan_text, summary_rows
+from loaderprof.report.rows import (
+    LOADER_REUSED,
+    caption,
+    evidence_items,
+    loader_text,
+    plan_text,
+    summary_rows,
+)
 from loaderprof.units import fmt_bytes, fmt_seconds, plural
 
 _ICON = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️"}
@@ -47,7 +54,7 @@ def to_markdown(report: Report) -> str:
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         lines += ["#### Lifecycle findings", ""]
         for f in report.findings:
-            evidence = ", ".join(f"{k}={v}" for k, v in f.evidence.items())
+            evidence = ", ".join(f"{k}={v}" for k, v in evidence_items(f.evidence))
             lines += [
                 f"- {icon[f.severity]} **{f.title}** (`{f.id}`)",
                 f"  - evidence: {evidence}",

@@ -6,7 +6,7 @@ the formatting of a figure with its spread live only here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,6 +41,18 @@ _MEMORY_CAPTION = (
     "main process PSS: its share of pages it shares with live workers, so it moves with "
     "how many are alive; the PSS total is what the tree costs"
 )
+
+
+def evidence_items(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """A finding's evidence as (name, value) to print: what was not read is left out
+    (a None printed reads as a figure), and lists read as lists, not as Python."""
+
+    def text(v: Any) -> str:
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(map(str, v)) + "]"
+        return str(v)
+
+    return [(k, text(v)) for k, v in evidence.items() if v is not None]
 
 
 def interval_text(report: Report, *, brief: bool = False) -> str:

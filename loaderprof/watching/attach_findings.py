@@ -63,8 +63,9 @@ def check_idle(pools: Sequence[AttachedPool], beside: dict[str, list[str]]) -> l
                     "not_seen": f"{_WHICH_LOADER}: that its workers persist is inferred "
                     "from their living on",
                 },
-                fix="expected for a train pool during validation; if memory is tight, "
-                "give the validation loader fewer workers or persistent_workers=False",
+                fix=f"expected where loaders take turns (train and validation); if memory "
+                f"is tight, give pool {pool.id}'s loader fewer workers or "
+                "persistent_workers=False",
             )
         )
     return out

@@ -181,8 +181,8 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
                     "idle_workers_uss_bytes": held,
                     "persistent_workers": owner.persistent_workers,
                 },
-                fix="expected for a train pool during validation; if memory is tight, "
-                "give the validation loader fewer workers or persistent_workers=False"
+                fix=f"expected where loaders take turns (train and validation); if memory "
+                f"is tight, give loader {owner.id} fewer workers or persistent_workers=False"
                 if owner.persistent_workers
                 else "its iterator was left alive, not exhausted (a framework's loop, a "
                 "`break`): its workers end only when the iterator is dropped; if memory is "

@@ -8,6 +8,7 @@ from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.model.results import Report
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
+from loaderprof.report.rows import evidence_items
 from loaderprof.report.trial_tables import epochs_table
 from loaderprof.units import MiB, fmt_seconds
 
@@ -87,3 +88,10 @@ def test_many_pids_keep_their_stars_when_cut_short() -> None:
     assert rows["1"][5] == "41* 42 43 …+3 (2*)"
     # A worker that started but served no batch is still listed, with its star.
     assert rows["2"][5] == "51*"
+
+
+def test_evidence_prints_what_was_read_and_lists_as_lists() -> None:
+    """A None printed reads as a figure (`idle_workers_uss_bytes=None`); Python's list
+    repr is not for users."""
+    items = evidence_items({"loader": "L2", "while": ["L1"], "idle_workers_uss_bytes": None})
+    assert items == [("loader", "L2"), ("while", "[L1]")]

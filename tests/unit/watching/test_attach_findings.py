@@ -107,6 +107,7 @@ def test_a_pool_rebuilt_every_epoch_and_one_idle_beside_it() -> None:
     assert f"`loaderprof compare -- {cmd}`" in rebuilt.fix
     assert f"`loaderprof watch -- {cmd}`" in rebuilt.fix
     assert idle.evidence["while"] == ["P2"]
+    assert f"give pool {idle.evidence['pool']}'s loader fewer workers" in idle.fix
     # Each says what it could not see from outside.
     assert all("not_seen" in f.evidence for f in report.findings)
 

@@ -288,3 +288,5 @@ def test_an_idle_pool_names_the_loaders_that_ran_in_agreeing_words() -> None:
         "loader L1's 2 persistent workers stay alive and idle while loaders L2 and L3 run "
         "(2 epochs)"
     )
+    # The fix names the idle loader: it may be the validation loader, idle in training.
+    assert "give loader L1 fewer workers" in idle.fix and "validation loader" not in idle.fix
