@@ -21,7 +21,8 @@ KIND = "attach"
 # each finding it limits.
 NOT_SEEN = (
     "which DataLoader a pool belongs to, its settings (persistent_workers, batch size) "
-    "and where it was built",
+    "and where it was built; two loaders whose workers start and end together read as "
+    "one pool",
     "epochs: inferred from pool births and CPU activity, not seen",
     "batches, first-batch waits and worker start-up",
     "a worker's Dataset state",

@@ -172,6 +172,7 @@ class Observer:
                 if deep:
                     self._read_main()
         cpu_used = self._follow(now, deep)
+        self.pools.split(now)
         live = [p for p in self.pools.worker_pools() if p.alive()]
         self.peak_workers = max(self.peak_workers, sum(len(p.alive()) for p in live))
         busy = {pool.id: self._pool_tick(pool, now, dt, deep, cpu_used) for pool in live}

@@ -3,7 +3,9 @@
 NOTE [pools from outside]: with no hook in the job, a DataLoader's workers are known
 only by what /proc says of each child process: its parent, when it was born, its
 command line. Workers of one iterator start together, so the job's Python children
-born from one parent each within BIRTH_WINDOW_S of the one before are one pool; its
+born from one parent each within BIRTH_WINDOW_S of the one before are one pool (and
+they end together, so a pool some of whose workers outlive the others' exit by
+SPLIT_AFTER_S was two, and is split); its
 helpers (multiprocessing's resource tracker and forkserver, torch_shm_manager,
 anything that is not Python) are named by their command line and are no pool. A
 pool born after an earlier pool of the same parent, start method and size had
@@ -28,6 +30,11 @@ from dataclasses import dataclass, field
 BIRTH_WINDOW_S = 0.15
 # Births this close are one iterator's workers even when one already exited.
 TOGETHER_S = 0.02
+# One iterator's workers are ended together (its shutdown signals them all, then joins
+# them): a pool some of whose workers exited while the others lived on this much longer
+# held two iterators' workers, born close enough to be placed as one (Lightning starts
+# the train pool 0.09 s after a short validation epoch's workers, which end after it).
+SPLIT_AFTER_S = 1.0
 # An idle run of a pool's workers shorter than this is a gap inside an epoch (the
 # main process training on a batch), not a pause between two.
 PAUSE_MIN_S = 0.3
@@ -158,9 +165,13 @@ class Pool:
     idle_beside: set[str] = field(default_factory=set)
     # Its latest worker's birth: the next worker within the window joins it.
     last_born_s: float = float("-inf")
+    # Each worker's birth, to split the pool should it turn out to be two.
+    births: dict[int, float] = field(default_factory=dict)
+    # Ended, and checked for a split: it needs no look again.
+    settled: bool = False
 
     def __post_init__(self) -> None:
-        self.last_born_s = max(self.last_born_s, self.born_s)
+        self.last_born_s = max(self.last_born_s, self.born_s, *self.births.values())
 
     @property
     def ended_s(self) -> float | None:
@@ -208,13 +219,56 @@ class Pools:
                 and (not pool.exited or gap <= TOGETHER_S)
             ):
                 pool.pids.append(pid)
+                pool.births[pid] = born_s
                 pool.last_born_s = max(pool.last_born_s, born_s)
                 self.by_pid[pid] = pool
                 return pool
         pool = Pool(f"G{len(self.pools) + 1}", parent, start_method, born_s, [pid])
+        pool.births[pid] = born_s
         self.pools.append(pool)
         self.by_pid[pid] = pool
         return pool
+
+    def split(self, now_s: float) -> list[Pool]:
+        """Pools that turned out to be two (see SPLIT_AFTER_S): the workers that ended
+        first keep the pool, now ended; the others become a new pool, which starts its
+        series and activity here (the pool's readings before were of both). Returns the
+        new pools."""
+        out = []
+        for pool in list(self.pools):
+            if not pool.exited or pool.settled:
+                continue
+            # An ended pool's exits change no more: it is checked once.
+            pool.settled = pool.ended_s is not None
+            # A worker still alive ends no sooner than now.
+            ends = sorted((pool.exited.get(p, now_s), p) for p in pool.pids)
+            cut = next(
+                (i for i in range(1, len(ends)) if ends[i][0] - ends[i - 1][0] >= SPLIT_AFTER_S),
+                None,
+            )
+            if cut is None:
+                continue
+            later = [p for _, p in ends[cut:]]
+            births = {p: pool.births.get(p, pool.born_s) for p in later}
+            rest = Pool(
+                f"G{len(self.pools) + 1}",
+                pool.parent,
+                pool.start_method,
+                min(births.values()),
+                sorted(later, key=births.__getitem__),
+                {p: pool.exited[p] for p in later if p in pool.exited},
+                births=births,
+            )
+            pool.pids = [p for p in pool.pids if p not in births]
+            pool.births = {p: b for p, b in pool.births.items() if p not in births}
+            for p in later:
+                pool.exited.pop(p, None)
+            pool.born_s = min(pool.births.values(), default=pool.born_s)
+            pool.last_born_s = max(pool.births.values(), default=pool.born_s)
+            self.pools.append(rest)
+            self.by_pid.update(dict.fromkeys(later, rest))
+            out.append(rest)
+        return out
 
     def exited(self, pid: int, t_s: float) -> None:
         pool = self.by_pid.get(pid)

@@ -8,6 +8,7 @@ import pytest
 from loaderprof.watching.pools import (
     BIRTH_WINDOW_S,
     SERIES_POINTS,
+    SPLIT_AFTER_S,
     Activity,
     Bounded,
     Pools,
@@ -191,3 +192,38 @@ def test_the_default_series_is_bounded_over_a_long_watch() -> None:
         series.add(i * 0.05, (i, i))
     assert len(series.rows) <= SERIES_POINTS
     assert series.rows[-1][1] == (20 * SERIES_POINTS - 1, 20 * SERIES_POINTS - 1)
+
+
+def test_two_iterators_born_within_the_window_are_split_when_one_ends_first() -> None:
+    """Lightning starts the train pool 0.09 s after a short validation epoch's workers,
+    which end after the train pool was born: placed as one pool of four, then split
+    once two of them have outlived the others' exit by SPLIT_AFTER_S."""
+    pools = Pools()
+    val = pools.place(10, 1, 0.000, "fork")
+    pools.place(11, 1, 0.020, "fork")
+    pools.place(12, 1, 0.110, "fork")
+    pools.place(13, 1, 0.140, "fork")
+    assert val.pids == [10, 11, 12, 13]
+    _ended(pools, [10, 11], 0.2)
+    # Still within the window: the others may be ending too.
+    assert pools.split(0.2 + SPLIT_AFTER_S / 2) == []
+    (train,) = pools.split(0.2 + SPLIT_AFTER_S)
+    assert val.pids == [10, 11] and val.ended_s == 0.2 and val.last_born_s == 0.020
+    assert train.pids == [12, 13] and train.born_s == 0.110 and train.ended_s is None
+    assert pools.by_pid[12] is train and pools.by_pid[10] is val
+    # The train pool ends as one and is no longer split; its like born later replaces it.
+    _ended(pools, [12, 13], 1.8)
+    assert pools.split(5.0) == []
+    pools.place(14, 1, 1.9, "fork")
+    pools.place(15, 1, 1.92, "fork")
+    chains = lineages(pools.worker_pools(), tolerance_s=0.05)
+    assert [[len(p.pids) for p in c] for c in chains] == [[2], [2, 2]]
+
+
+def test_workers_ended_together_are_one_pool() -> None:
+    pools = Pools()
+    pool = pools.place(10, 1, 0.0, "fork")
+    pools.place(11, 1, 0.01, "fork")
+    pools.exited(10, 2.0)
+    pools.exited(11, 2.0 + SPLIT_AFTER_S / 2)
+    assert pools.split(9.0) == [] and pool.pids == [10, 11]
