@@ -7,7 +7,7 @@ from the command's start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,20 @@ class WatchedEpoch:
     @property
     def wall_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.start_s
+
+
+def whole_epochs(epochs: Sequence[WatchedEpoch]) -> list[WatchedEpoch]:
+    """NOTE [epochs left early]: the epochs whose wall is an epoch's. An epoch that
+    ended is one, and so is an epoch the loop leaves after a fixed count of batches
+    every time (`limit_train_batches`, a `break` at N): that is the user's epoch. One
+    left with fewer batches than the loader's other epochs ran is part of an epoch:
+    Lightning's sanity check (2 validation batches before training), `max_steps`
+    ending the last epoch, a run stopped by Ctrl-C. Its wall is kept out of the cold
+    and steady figures and the data wait (its first batch still counts: it was
+    waited for)."""
+    ended = [e for e in epochs if e.wall_s is not None]
+    most = max((e.batches or 0 for e in ended), default=0)
+    return [e for e in ended if not (e.ended == "left" and (e.batches or 0) < most)]
 
 
 @dataclass(frozen=True)

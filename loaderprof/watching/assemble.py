@@ -32,7 +32,13 @@ from loaderprof.measure.sampler import Sample
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.metrics import Stat
 from loaderprof.model.trials import DatasetState
-from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, WatchedWorker
+from loaderprof.model.watch import (
+    PoolSpan,
+    WatchedEpoch,
+    WatchedLoader,
+    WatchedWorker,
+    whole_epochs,
+)
 
 Events = Mapping[str, list[Mapping[str, Any]]]
 
@@ -207,11 +213,13 @@ def _epochs(
 
 
 def _median_wait(epochs: Sequence[WatchedEpoch]) -> tuple[WaitSplit | None, str | None]:
-    """The steady epochs' median waits where there are some, else the first epoch's."""
-    steady = WaitSplit.of(e.wait for e in epochs if e.index > 1)
+    """The steady epochs' median waits where there are some, else the first epoch's:
+    whole epochs only (NOTE [epochs left early])."""
+    whole = whole_epochs(epochs)
+    steady = WaitSplit.of(e.wait for e in whole if e.index > 1)
     if steady is not None:
         return steady, "steady"
-    first = WaitSplit.of(e.wait for e in epochs[:1])
+    first = WaitSplit.of(e.wait for e in whole[:1] if e.index == 1)
     return first, None if first is None else "first"
 
 
@@ -297,7 +305,7 @@ def loaders(
         epochs = _epochs(evs, lid, workers, t0, t_end)
         workers = _with_handles(workers, epochs, samples, t0)
         workers = _with_reading(workers, epochs, samples, ev.get("batch_size"), t0)
-        done = [e for e in epochs if e.wall_s is not None]
+        done = whole_epochs(epochs)
         startups = [w.startup_s for w in workers if w.startup_s is not None]
         peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
         wait, wait_epochs = _median_wait(epochs)

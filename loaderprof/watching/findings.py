@@ -19,7 +19,7 @@ from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import stale_finding, stale_in
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
-from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader
+from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, whole_epochs
 from loaderprof.units import fmt_bytes, fmt_pct, listing, noun, plural
 
 # A non-persistent loader is a persistence candidate when its epochs' first-batch
@@ -91,7 +91,7 @@ def check_candidates(
 ) -> list[Finding]:
     out = []
     for ld in loaders:
-        done = [e for e in ld.epochs if e.wall_s]
+        done = [e for e in whole_epochs(ld.epochs) if e.wall_s]
         if ld.num_workers == 0 or ld.persistent_workers or len(done) < 2:
             continue
         # The first epoch is cold for both settings (imports, page cache); what

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from test_watch_pipeline import S, _epoch, _ev, _loader
 
+from loaderprof.report.watch_console import _epoch_count
 from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 
@@ -57,3 +58,43 @@ def test_a_non_persistent_pool_left_alive_beside_another_loader_is_an_idle_pool(
         "loader L1's 2 non-persistent workers stay alive and idle while loader L2 runs"
     )
     assert idle.evidence["persistent_workers"] is False and "iterator" in idle.fix
+
+
+def _run(
+    lid: str, epochs: tuple[tuple[float, float, int, str], ...], planned: int
+) -> list[dict[str, object]]:
+    """(start, wall, batches, ended) per epoch, each 0.05 s to its first batch."""
+    evs: list[dict[str, object]] = []
+    for start, wall, batches, ended in epochs:
+        evs += [
+            _ev("iter_start", start, loader=lid, planned=planned),
+            _ev("iter_first_batch", start + 0.05, loader=lid),
+            _ev("iter_end", start + wall, loader=lid, batches=batches, ended=ended),
+        ]
+    return evs
+
+
+def test_an_epoch_left_short_among_whole_ones_is_no_epoch_figure() -> None:
+    """See NOTE [epochs left early]. Lightning's sanity check (2 of 13 validation
+    batches) read as the loader's cold epoch, faster than its steady ones; a run
+    stopped by Ctrl-C mid-epoch read as a steady epoch."""
+    sanity = (1.0, 0.09, 2, "left")
+    full = tuple((2.0 + i, 0.21, 13, "left") for i in range(3))
+    stopped = (6.0, 0.05, 4, "left")
+    evs = [_loader("L1", 0.1, "val.py:3", False), *_run("L1", (sanity, *full, stopped), 13)]
+    (found,) = loaders(by_kind(evs), [], {}, 0, int(8 * S))
+    assert found.cold_epoch_s is None
+    assert found.steady_epoch_s is not None and found.steady_epoch_s.n == 3
+    assert abs(found.steady_epoch_s.median - 0.21) < 1e-9
+    # The first batch of a short epoch was waited for all the same.
+    assert found.cold_first_batch_s is not None and abs(found.cold_first_batch_s - 0.05) < 1e-9
+    assert _epoch_count(found) == "3 (+2 short)"
+
+
+def test_epochs_left_after_the_same_count_every_time_are_the_users_epochs() -> None:
+    # limit_train_batches=5 of 13: every epoch is short, and each is an epoch.
+    limited = tuple((1.0 + i, 0.1, 5, "left") for i in range(4))
+    evs = [_loader("L1", 0.1, "t.py:3", True), *_run("L1", limited, 13)]
+    (found,) = loaders(by_kind(evs), [], {}, 0, int(6 * S))
+    assert found.cold_epoch_s is not None and found.steady_epoch_s is not None
+    assert found.steady_epoch_s.n == 3 and _epoch_count(found) == "4"
