@@ -5,6 +5,7 @@ not apply: the command builds its own."""
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import shutil
 import sys
 from typing import Any
@@ -131,7 +132,7 @@ def run(values: dict[str, Any]) -> int:
     def on_trial(i: int, n: int, arm: str) -> None:
         if not values.get("quiet"):
             name = arm.replace("_", "-")
-            say(f"loaderprof: trial {i}/{n} ({name}): {' '.join(plan.command)}", "dim")
+            say(f"loaderprof: trial {i}/{n} ({name}): {shlex.join(plan.command)}", "dim")
 
     failed: CommandFailed | None = None
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -103,7 +104,7 @@ def run(values: dict[str, Any]) -> int:
 
     check_command(values["command"])
     if not values["quiet"]:
-        say(f"loaderprof watch: running {' '.join(values['command'])}", "dim")
+        say(f"loaderprof watch: running {shlex.join(values['command'])}", "dim")
     # Not api.watch: a signal the command was stopped for is this run's status here,
     # not one to give back to a caller.
     report = build_watch_report(

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 from typing import Any
 
@@ -49,7 +50,7 @@ def run(values: dict[str, Any]) -> int:
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the watch starts, by the registry that writes it.
     outputs = Outputs("attach", out_opts)
-    job = " ".join(open_job(opts.pid).cmdline())
+    job = shlex.join(open_job(opts.pid).cmdline())
     until = f"for {fmt_seconds(opts.duration)}" if opts.duration else "until it exits"
     if not values["quiet"]:
         say(

@@ -20,6 +20,7 @@ import dataclasses
 import datetime as _dt
 import math
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -428,7 +429,7 @@ def baseline_info(plan: CommandPlan, report: CommandReport) -> BaselineInfo | No
     diffs = environment_differences(old.environment, report.environment)
     # Another command, or other epochs, time other work: named as a machine is.
     for key, a, b in (
-        ("command", " ".join(old.command), " ".join(report.command)),
+        ("command", shlex.join(old.command), shlex.join(report.command)),
         ("epochs", old.epochs, report.epochs),
         ("max_batches", old.max_batches, report.max_batches),
     ):

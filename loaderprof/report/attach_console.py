@@ -3,6 +3,8 @@ sized for 80 columns."""
 
 from __future__ import annotations
 
+import shlex
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
@@ -38,7 +40,7 @@ def head(report: AttachReport) -> str:
         "interrupt": "ended by a signal",
     }
     return (
-        f"loaderprof watch --pid {report.pid}: {' '.join(report.command)}\n"
+        f"loaderprof watch --pid {report.pid}: {shlex.join(report.command)}\n"
         f"watched {fmt_seconds(report.wall_s)} from outside, "
         f"{ended.get(report.ended_by, report.ended_by)} · {plural(len(report.pools), 'pool')} "
         f"· at most {plural(report.peak_worker_processes, 'worker')} at once · "

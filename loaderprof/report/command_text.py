@@ -3,6 +3,7 @@ that fits the width it is given (80 columns and up)."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from loaderprof.model.command import CommandReport, CommandTrial
@@ -32,7 +33,7 @@ def _fit(text: str, width: int) -> str:
 
 def _head(r: CommandReport, width: int) -> list[str]:
     lead = "loaderprof compare -- "
-    out = [lead + _fit(" ".join(r.command), width - len(lead))]
+    out = [lead + _fit(shlex.join(r.command), width - len(lead))]
     first = r.trials[0] if r.trials else None
     main = first.main if first else None
     if main is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from loaderprof.model.results import ARM_LABEL, Report
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_rows, watch_wait_line
@@ -95,7 +97,7 @@ def to_markdown(report: Report) -> str:
 def watch_markdown(report: WatchReport) -> str:
     """A watched run: its loaders in one table, then its findings."""
     lines = [
-        f"### loaderprof watch: `{' '.join(report.command)}`",
+        f"### loaderprof watch: `{shlex.join(report.command)}`",
         "",
         f"Exit status {report.exit_code} · {fmt_seconds(report.wall_s)} · "
         f"{plural(len(report.loaders), 'DataLoader')} · most worker processes at once: "

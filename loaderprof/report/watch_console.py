@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -139,7 +141,7 @@ def pools_table(report: WatchReport) -> RenderableType:
 def render(report: WatchReport) -> RenderableType:
     status = "interrupted; " if report.interrupted else ""
     head = Text(
-        f"loaderprof watch: {' '.join(report.command)}\n{status}exit status "
+        f"loaderprof watch: {shlex.join(report.command)}\n{status}exit status "
         f"{report.exit_code} · {fmt_seconds(report.wall_s)} · "
         f"{plural(len(report.loaders), 'DataLoader')} · "
         f"sampler duty cycle {fmt_pct(report.sampler_duty_cycle or 0, 1)}"
@@ -148,7 +150,7 @@ def render(report: WatchReport) -> RenderableType:
     if report.loaders:
         parts += [loaders_table(report), pools_table(report)]
     else:
-        parts.append(Text("no DataLoader was built (was torch.utils.data imported?)"))
+        parts.append(Text(_no_loader(report)))
     if report.findings:
         parts.append(findings_panel(report.findings, title="findings"))
     else:
@@ -165,3 +167,11 @@ def _epoch_count(ld: WatchedLoader) -> str:
     short = len(ld.epochs) - whole - cut
     extra = [f"+{n} {what}" for n, what in ((short, "short"), (cut, "cut")) if n]
     return f"{whole} ({', '.join(extra)})" if extra else str(whole)
+
+
+def _no_loader(report: WatchReport) -> str:
+    """Why no loader shows: a command that failed (a script not found, an error before
+    its loader) says nothing of torch; one that ran to its end may not have used it."""
+    if report.returncode:
+        return f"no DataLoader was built: the command exited with status {report.returncode} first"
+    return "no DataLoader was built (was torch.utils.data imported?)"

@@ -144,3 +144,19 @@ def test_a_column_with_no_figure_names_no_unit() -> None:
     console = Console(width=80, record=True, file=io.StringIO())
     console.print(loaders_table(report))
     assert "ms" in console.export_text().split("Epoch times", 1)[1].split("data wait")[0].split()
+
+
+def test_a_command_that_failed_before_any_loader_is_not_told_to_import_torch() -> None:
+    """`watch -- python nope.py`: python's own exit status 2, no loader, and no hint
+    about torch; the command line reads as it can be pasted back."""
+    from rich.console import Console
+
+    from loaderprof.report.watch_console import render
+
+    run = WatchRun(("python", "-c", "import sys; sys.exit(2)"), 2, 0, S, [], [], {}, (), 0.01, None)
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(render(build_watch_report(run)))
+    text = console.export_text()
+    assert "no DataLoader was built: the command exited with status 2 first" in text
+    assert "torch.utils.data" not in text
+    assert "python -c 'import sys; sys.exit(2)'" in text
