@@ -10,7 +10,7 @@ from typing import Any
 
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
-from loaderprof.inside.hook import same_site
+from loaderprof.inside.site import same_site
 from loaderprof.inside.waits import wait_split
 from loaderprof.measure.readings import IterSpan, add_iter_event
 from loaderprof.model.command import CommandEpoch, MainLoader

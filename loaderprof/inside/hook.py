@@ -48,6 +48,7 @@ from typing import Any
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
 from loaderprof.inside.probe import WorkerInitProbe
+from loaderprof.inside.site import same_site, user_site
 from loaderprof.inside.waits import WaitClock
 
 ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
@@ -61,14 +62,6 @@ ENV_MAX_BATCHES = "LOADERPROF_MAX_BATCHES"
 _TARGET = "torch.utils.data.dataloader"
 _ids = itertools.count(1)
 _patched: set[type] = set()
-# Frames from these directories are not the user's construction site.
-_SKIP = (os.path.dirname(os.path.abspath(__file__)), f"{os.sep}torch{os.sep}")
-# Frameworks that rebuild the user's DataLoader (or build one for the user's Dataset):
-# their frames are not the user's site either.
-_FRAMEWORKS = tuple(
-    f"{os.sep}{name}{os.sep}"
-    for name in ("lightning", "lightning_fabric", "pytorch_lightning", "transformers", "accelerate")
-)
 # The last loader of each Dataset object that was not itself a rebuild (by id,
 # checked through the weak reference): the one a framework's rebuild of that
 # Dataset's loader comes from (NOTE [framework rebuilds]).
@@ -209,24 +202,6 @@ class _Loader(importlib.abc.Loader):
         _patch(module, self.path)
 
 
-def _site() -> tuple[str, bool]:
-    """The first frame outside torch, loaderprof and the frameworks, and whether a
-    framework's frame came before it (the framework built this loader)."""
-    frame = sys._getframe(2)
-    framework = False
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not any(s in name for s in _SKIP) and not name.startswith("<frozen"):
-            if any(f in name for f in _FRAMEWORKS):
-                framework = True
-            else:
-                # Relative to the command's directory where it lies inside it.
-                rel = os.path.relpath(name)
-                return f"{name if rel.startswith('..') else rel}:{frame.f_lineno}", framework
-        frame = frame.f_back  # type: ignore[assignment]
-    return "?", framework
-
-
 def _describe(loader: Any) -> dict[str, Any]:
     ctx = loader.multiprocessing_context
     if ctx is not None and hasattr(ctx, "get_start_method"):
@@ -328,17 +303,6 @@ def _origin(loader: Any) -> Any:
     return other
 
 
-def same_site(site: str, wanted: str) -> bool:
-    """`site` (as `_site` names it) is the FILE:LINE the user gave: the same line of
-    the same file, however the file was spelled (relative, absolute, a path's tail)."""
-    path, _, line = site.rpartition(":")
-    w_path, _, w_line = wanted.rpartition(":")
-    if not path or line != w_line.strip():
-        return False
-    a, b = os.path.abspath(path), os.path.abspath(w_path)
-    return a == b or a.endswith(os.sep + os.path.normpath(w_path))
-
-
 def _switched(loader: Any, site: str) -> bool:
     """Whether the arm switches this loader: one with workers, at the chosen site if
     one was chosen (NOTE [command arms])."""
@@ -377,7 +341,7 @@ def _preload() -> None:
 
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
-    site, framework = _site()
+    site, framework = user_site()
     asked = _force_persistence(loader, site)
     described = _describe(loader)
     origin = _origin(loader) if framework else None
@@ -463,6 +427,7 @@ def _patch_iter(cls: type, path: str) -> None:
             )
             try:
                 _patch_next(type(it), path)
+                _patch_shutdown(type(it))
             except Exception as exc:  # an iterator class that cannot be patched
                 _warn_once(exc)
         return it
@@ -523,6 +488,34 @@ def _patch_next(cls: type, path: str) -> None:
         return batch
 
     setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)
+
+
+def _patch_shutdown(cls: type) -> None:
+    """See NOTE [data wait]. A left iterator's workers are shut down when it is dropped:
+    a framework drops it once the loader's next `iter()` replaced it (Lightning does),
+    and the main process joins the old pool's workers before it asks for the new
+    epoch's first batch. That join is counted with the new epoch's first batch."""
+    owner = next((k for k in cls.__mro__ if "_shutdown_workers" in k.__dict__), None)
+    if owner is None or ("_lp_shutdown", owner) in _patched_iters:
+        return
+    _patched_iters.add(("_lp_shutdown", owner))
+    original = owner.__dict__["_shutdown_workers"]
+
+    @functools.wraps(original)
+    def _shutdown_workers(self: Any) -> Any:
+        state = self.__dict__
+        # Inside a timed __next__ (an exhausted epoch) its time is counted there.
+        if state.get("_lp_in_next") or state.get("_shutdown", True):
+            return original(self)
+        began = time.perf_counter()
+        try:
+            return original(self)
+        finally:
+            rec = _open.get(state.get("_lp_loader", ""))
+            if rec is not None and rec is not state.get("_lp_epoch") and rec.batches == 0:
+                rec.waits.before_first(time.perf_counter() - began)
+
+    setattr(owner, "_shutdown_workers", _shutdown_workers)  # noqa: B010 (found at run time)
 
 
 def _cut(path: str, lid: Any, rec: _Epoch) -> None:

@@ -35,6 +35,12 @@ class WaitClock:
         self.first_s += took_s
         self._starting = True
 
+    def before_first(self, took_s: float) -> None:
+        """Main-process time the loader's last pool took to shut down after this pass's
+        `iter()`, before its first batch: a wait persistent workers remove too."""
+        if self._starting:
+            self.first_s += took_s
+
     def took(self, took_s: float, *, batch: bool) -> None:
         """One `__next__`: `batch` False when it ended the pass (StopIteration)."""
         if self._starting:

@@ -8,7 +8,12 @@ own calls, timed with `time.perf_counter()` around each: its `iter()` and its
 * `first_s`: `iter()` and the `__next__` that returns the epoch's first batch. A
   non-persistent pool starts its workers here (processes, the Dataset's pickle under
   spawn, `worker_init_fn`, lazily opened resources): what `persistent_workers=True`
-  removes from every epoch after the first.
+  removes from every epoch after the first. A framework that leaves its iterators
+  (Lightning) drops the last one once the next `iter()` replaced it: the main process
+  then joins the old pool's workers before it asks for the first batch, and that join
+  (timed around the iterator's `_shutdown_workers`) counts here too: persistence
+  removes it as well. Under `watch` on Lightning it was 30–40 ms of a 114 ms wait
+  from `iter()` to the first batch, which the step had held.
 * `steady_s`: every later `__next__` (batches 2..n, and the call that ends the epoch):
   the batches the workers had not ready in time, what more workers or a larger
   `prefetch_factor` would cut.

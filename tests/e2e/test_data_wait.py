@@ -193,3 +193,44 @@ def test_lightnings_epochs_split_into_waits_and_its_training_steps(tmp_path: Pat
     # Each validation pass starts its workers; the kept train pool has batches ready.
     assert val["wait"]["first_s"] > 2 * train["wait"]["first_s"]
     assert train["wait_epochs"] == val["wait_epochs"] == "steady"
+
+
+# A loop that leaves each epoch's iterator and drops it only once the next iter()
+# replaced it, as Lightning does; each worker takes 0.3 s to exit (a finalizer at its
+# exit), so the main process joins the old pool that long before the next first batch.
+LEFT = """
+import time
+from multiprocessing import util
+from torch.utils.data import DataLoader
+from lp_timed import Slow
+
+
+def slow_exit(worker_id):
+    util.Finalize(None, time.sleep, args=(0.3,), exitpriority=0)
+
+
+loader = DataLoader(Slow(0.001), batch_size=4, num_workers=2, worker_init_fn=slow_exit)
+it = None
+for epoch in range(3):
+    new = iter(loader)
+    it = new
+    for i, _ in enumerate(it):
+        if i == 5:
+            break
+"""
+
+
+def test_the_last_pools_shutdown_after_the_next_iter_is_a_wait_for_the_first_batch(
+    tmp_path: Path,
+) -> None:
+    """See NOTE [data wait]. The old pool's join lands between the new iter() and its
+    first batch: persistence removes it, so it is a wait, not the step's."""
+    shutil.copy(TESTS / "lp_timed.py", tmp_path)
+    run, report = watch_script(tmp_path, LEFT)
+    assert run.returncode == 0, run.stderr
+    (ld,) = report["loaders"]
+    later = ld["epochs"][1:]
+    assert len(later) == 2 and all(e["ended"] == "left" for e in later)
+    for e in later:
+        # From iter() to the first batch, nearly all of it inside the loader or the join.
+        assert e["wait"]["first_s"] > 0.8 * e["first_batch_s"], e

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_nothing_left, run_cli, script_site, watch_script
-from loaderprof.inside.hook import same_site
+from loaderprof.inside.site import same_site
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("transformers")

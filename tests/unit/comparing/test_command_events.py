@@ -7,7 +7,7 @@ from typing import Any
 from loaderprof.comparing.command import CommandPlan, nothing_to_compare, saving, summarise
 from loaderprof.comparing.command_events import CommandTrace
 from loaderprof.inside.events import Ev
-from loaderprof.inside.hook import same_site
+from loaderprof.inside.site import same_site
 from loaderprof.model.command import CommandEpoch, CommandTrial
 
 S = 1_000_000_000
