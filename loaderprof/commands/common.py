@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from loaderprof.errors import INTERRUPTS, ExitCode
 from loaderprof.inside.events import Ev
@@ -34,10 +36,46 @@ def say(line: str, style: str | None = None) -> None:
 
 
 def stdout_console(json_to_stdout: bool) -> Console:
-    """With the JSON on stdout, the tables move to stderr so stdout stays parseable."""
+    """With the JSON on stdout, the tables move to stderr so stdout stays parseable.
+    Piped or redirected, lines lose the spaces rich pads them with to the table's
+    width (a diff or a CI log reads them as changes)."""
     from rich.console import Console
 
-    return stderr_console() if json_to_stdout else Console()
+    if json_to_stdout:
+        return stderr_console()
+    if sys.stdout.isatty():
+        return Console()
+    return Console(file=typing.cast(TextIO, _Trimmed(sys.stdout)))
+
+
+class _Trimmed(io.TextIOBase):
+    """A text stream that drops each line's trailing spaces before it passes it on."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        *whole, self._line = (self._line + text).split("\n")
+        if whole:
+            self._out.write("".join(f"{line.rstrip(' ')}\n" for line in whole))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._line:
+            self._out.write(self._line)
+            self._line = ""
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._out.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._out, "encoding", "utf-8")
 
 
 class Outputs:
