@@ -438,15 +438,22 @@ def _patch_iter(cls: type, path: str) -> None:
 _patched_iters: set[tuple[str, type]] = set()
 
 
+def _patch_method(cls: type, name: str, wrap: Any) -> None:
+    """Replace method `name` where `cls`'s MRO defines it with `wrap(original)`, once."""
+    owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
+    if owner is None or (name, owner) in _patched_iters:
+        return
+    _patched_iters.add((name, owner))
+    original = owner.__dict__[name]
+    setattr(owner, name, functools.wraps(original)(wrap(original)))
+
+
 def _patch_next(cls: type, path: str) -> None:
     """Count each iterator's batches; stamp its first and its end."""
-    owner = next((k for k in cls.__mro__ if "__next__" in k.__dict__), None)
-    if owner is None or ("_lp_next", owner) in _patched_iters:
-        return
-    _patched_iters.add(("_lp_next", owner))
-    original = owner.__dict__["__next__"]
+    _patch_method(cls, "__next__", lambda original: _counted_next(original, path))
 
-    @functools.wraps(original)
+
+def _counted_next(original: Any, path: str) -> Any:
     def __next__(self: Any) -> Any:
         state = self.__dict__
         lid = state.get("_lp_loader")
@@ -487,7 +494,7 @@ def _patch_next(cls: type, path: str) -> None:
                 _emit(path, Ev.ITER_FIRST_BATCH, loader=lid)
         return batch
 
-    setattr(owner, "__next__", __next__)  # noqa: B010 (a class found at run time)
+    return __next__
 
 
 def _patch_shutdown(cls: type) -> None:
@@ -495,13 +502,10 @@ def _patch_shutdown(cls: type) -> None:
     a framework drops it once the loader's next `iter()` replaced it (Lightning does),
     and the main process joins the old pool's workers before it asks for the new
     epoch's first batch. That join is counted with the new epoch's first batch."""
-    owner = next((k for k in cls.__mro__ if "_shutdown_workers" in k.__dict__), None)
-    if owner is None or ("_lp_shutdown", owner) in _patched_iters:
-        return
-    _patched_iters.add(("_lp_shutdown", owner))
-    original = owner.__dict__["_shutdown_workers"]
+    _patch_method(cls, "_shutdown_workers", _timed_shutdown)
 
-    @functools.wraps(original)
+
+def _timed_shutdown(original: Any) -> Any:
     def _shutdown_workers(self: Any) -> Any:
         state = self.__dict__
         # Inside a timed __next__ (an exhausted epoch) its time is counted there.
@@ -515,7 +519,7 @@ def _patch_shutdown(cls: type) -> None:
             if rec is not None and rec is not state.get("_lp_epoch") and rec.batches == 0:
                 rec.waits.before_first(time.perf_counter() - began)
 
-    setattr(owner, "_shutdown_workers", _shutdown_workers)  # noqa: B010 (found at run time)
+    return _shutdown_workers
 
 
 def _cut(path: str, lid: Any, rec: _Epoch) -> None:
