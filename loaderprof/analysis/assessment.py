@@ -41,6 +41,8 @@ class Assessment:
 
 # Past this many units per arm the extrapolation stops: the ratio sits at the line.
 MOST_UNITS = 100_000
+# Degrees of freedom that make the t the normal (a report that did not keep them).
+_MANY_DF = 1e9
 
 
 def assess(
@@ -53,7 +55,8 @@ def assess(
     df: float | None = None,
 ) -> Assessment:
     """`df`: the t's degrees of freedom; None (a report written before it was kept)
-    takes n − 1, the fewest Welch's can be."""
+    counts as many: the t is then the normal's now and later, so the count is the
+    1/√n rule's alone, the most it can be (fewer degrees of freedom ask fewer trials)."""
     line = 1.0 - min_gain
     side: Side = "below" if r.ci_high < line else "above" if r.ci_low > line else "straddles"
     direction = significant_direction(r, p, 1 - confidence)
@@ -63,7 +66,7 @@ def assess(
         half = math.log(r.ci_high / r.ci_low) / 2
         distance = abs(math.log(r.value / target))
         if half > 0:
-            more = _units_to_decide(half, distance, n, df or max(n - 1, 1), confidence)
+            more = _units_to_decide(half, distance, n, df or _MANY_DF, confidence)
             at_line = more is None
     return Assessment(
         r, p, confidence, n, unit, line, direction, side, r.informative, target, more, at_line

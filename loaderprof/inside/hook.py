@@ -412,10 +412,13 @@ def _patch_iter(cls: type, path: str) -> None:
             _leave(path, lid)
             _iterated.add(lid)
             _emit(path, Ev.ITER_START, loader=lid, planned=_planned(self))
+        global _timing
         began = time.perf_counter()
+        _timing += 1
         try:
             it = original(self)
         finally:
+            _timing -= 1
             if outer:
                 object.__setattr__(self, "_lp_in_iter", False)
         state = getattr(it, "__dict__", None)
@@ -436,6 +439,9 @@ def _patch_iter(cls: type, path: str) -> None:
 
 
 _patched_iters: set[tuple[str, type]] = set()
+# Loader calls being timed now (iter(), __next__): a pool shut down inside one (an old
+# iterator collected there) is in that call's time already (see `_timed_shutdown`).
+_timing = 0
 
 
 def _patch_method(cls: type, name: str, wrap: Any) -> None:
@@ -467,8 +473,10 @@ def _counted_next(original: Any, path: str) -> Any:
         ):
             _cut(path, lid, rec)  # see NOTE [cut epochs]; once ended, it stays ended
             raise StopIteration
+        global _timing
         state["_lp_in_next"] = True
         began = time.perf_counter()
+        _timing += 1
         try:
             batch = original(self)
         except StopIteration:
@@ -485,6 +493,7 @@ def _counted_next(original: Any, path: str) -> Any:
                 rec.batches = None
             raise
         finally:
+            _timing -= 1
             state["_lp_in_next"] = False
         if lid is not None and rec is not None and rec.batches is not None:
             rec.waits.took(time.perf_counter() - began, batch=True)
@@ -508,13 +517,17 @@ def _patch_shutdown(cls: type) -> None:
 def _timed_shutdown(original: Any) -> Any:
     def _shutdown_workers(self: Any) -> Any:
         state = self.__dict__
-        # Inside a timed __next__ (an exhausted epoch) its time is counted there.
-        if state.get("_lp_in_next") or state.get("_shutdown", True):
+        # Inside a timed loader call (an exhausted epoch's __next__, an old iterator
+        # collected in a new one's), or a subclass's override calling this one: its
+        # time is counted there.
+        if _timing or state.get("_lp_in_shutdown") or state.get("_shutdown", True):
             return original(self)
+        state["_lp_in_shutdown"] = True
         began = time.perf_counter()
         try:
             return original(self)
         finally:
+            state["_lp_in_shutdown"] = False
             rec = _open.get(state.get("_lp_loader", ""))
             if rec is not None and rec is not state.get("_lp_epoch") and rec.batches == 0:
                 rec.waits.before_first(time.perf_counter() - began)

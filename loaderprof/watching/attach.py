@@ -97,7 +97,7 @@ class Observer:
         self.t0 = time.monotonic()
         self.boot0 = _since_boot()
         self.procs: dict[int, Proc] = {}
-        self.pools = Pools()
+        self.pools = Pools(interval_s=interval_s)
         self.main_peak: tuple[int | None, ...] = (None, None)
         self.shm_size: int | None = None
         self.shm_peak: int | None = None

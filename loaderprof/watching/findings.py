@@ -96,7 +96,7 @@ def check_candidates(
             continue
         # The first epoch is cold for both settings (imports, page cache); what
         # persistence would save is the start-up every later epoch pays again.
-        steady = done[1:]
+        steady = [e for e in done if e.index > 1]
         waits = [e.first_batch_s for e in steady if e.first_batch_s is not None]
         walls = [e.wall_s for e in steady if e.wall_s]
         if not waits or not walls:

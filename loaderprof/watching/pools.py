@@ -18,6 +18,7 @@ slower than its workers load leaves them idle mid-epoch too.
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 from collections.abc import Sequence
@@ -31,10 +32,17 @@ BIRTH_WINDOW_S = 0.15
 # Births this close are one iterator's workers even when one already exited.
 TOGETHER_S = 0.02
 # One iterator's workers are ended together (its shutdown signals them all, then joins
-# them): a pool some of whose workers exited while the others lived on this much longer
-# held two iterators' workers, born close enough to be placed as one (Lightning starts
-# the train pool 0.09 s after a short validation epoch's workers, which end after it).
+# them): a pool whose first-born workers exited together while the others lived on this
+# much longer (and two sampling intervals) held two iterators' workers, born close
+# enough to be placed as one (Lightning starts the train pool 0.09 s after its sanity
+# check's validation workers, which end after it)...
 SPLIT_AFTER_S = 1.0
+# ...when the two were also born apart: the gap between the groups' births at least
+# this many times the largest gap inside either (at least a clock tick). Workers of one
+# pool leave it early by themselves too (an IterableDataset's exhausted workers, more
+# workers than shards), but they were born in the pool's even run of forks.
+SPLIT_BIRTH_GAPS = 3.0
+BIRTH_TICK_S = 0.01
 # An idle run of a pool's workers shorter than this is a gap inside an epoch (the
 # main process training on a batch), not a pause between two.
 PAUSE_MIN_S = 0.3
@@ -196,8 +204,10 @@ ENDED_SERIES_KEPT = 64
 class Pools:
     """Places each worker as it is seen (in birth order) into its pool."""
 
-    def __init__(self, window_s: float = BIRTH_WINDOW_S) -> None:
+    def __init__(self, window_s: float = BIRTH_WINDOW_S, interval_s: float = 0.0) -> None:
         self.window_s = window_s
+        # Exits are seen a tick late: two exits one tick apart may have been moments apart.
+        self.split_after_s = max(SPLIT_AFTER_S, 2 * interval_s)
         self.pools: list[Pool] = []
         self.by_pid: dict[int, Pool] = {}
         # Parents whose pools turned out to hold processes with workers of their own
@@ -240,15 +250,9 @@ class Pools:
                 continue
             # An ended pool's exits change no more: it is checked once.
             pool.settled = pool.ended_s is not None
-            # A worker still alive ends no sooner than now.
-            ends = sorted((pool.exited.get(p, now_s), p) for p in pool.pids)
-            cut = next(
-                (i for i in range(1, len(ends)) if ends[i][0] - ends[i - 1][0] >= SPLIT_AFTER_S),
-                None,
-            )
-            if cut is None:
+            later = self._later_pool(pool, now_s)
+            if not later:
                 continue
-            later = [p for _, p in ends[cut:]]
             births = {p: pool.births.get(p, pool.born_s) for p in later}
             rest = Pool(
                 f"G{len(self.pools) + 1}",
@@ -269,6 +273,24 @@ class Pools:
             self.by_pid.update(dict.fromkeys(later, rest))
             out.append(rest)
         return out
+
+    def _later_pool(self, pool: Pool, now_s: float) -> list[int]:
+        """The workers of `pool` that are a second pool (see SPLIT_AFTER_S), or none."""
+        # A worker still alive ends no sooner than now.
+        ends = sorted((pool.exited.get(p, now_s), p) for p in pool.pids)
+        gaps = range(1, len(ends))
+        cut = next((i for i in gaps if ends[i][0] - ends[i - 1][0] >= self.split_after_s), None)
+        if cut is None:
+            return []
+        first, later = [p for _, p in ends[:cut]], [p for _, p in ends[cut:]]
+        born = pool.births.get
+        b_first = sorted(born(p, pool.born_s) for p in first)
+        b_later = sorted(born(p, pool.born_s) for p in later)
+        if b_first[-1] >= b_later[0]:
+            return []
+        inside = [b - a for g in (b_first, b_later) for a, b in itertools.pairwise(g)]
+        step = max([BIRTH_TICK_S, *inside])
+        return later if b_later[0] - b_first[-1] >= SPLIT_BIRTH_GAPS * step else []
 
     def exited(self, pid: int, t_s: float) -> None:
         pool = self.by_pid.get(pid)

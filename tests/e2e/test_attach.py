@@ -117,6 +117,7 @@ def test_a_persistent_train_pool_and_a_validation_pool_rebuilt_every_epoch(
         # pool starts (born within the birth window of its workers), dropped later.
         sanity = iter(val)
         next(sanity)
+        time.sleep(0.08)  # the framework's own work between the two
         for epoch in range(3):
             for _ in train:
                 pass

@@ -154,7 +154,7 @@ def test_distance_to_the_line_is_on_the_log_scale() -> None:
     assert near.more is None or near.n + near.more > PRACTICAL_UNITS
     on = assess(Ratio(0.95, 0.8, 1.13), 0.5, 0.95, 0.05, 4, "trial")
     assert on.at_line and on.more is None
-    far = assess(Ratio(0.97, 0.885, 1.055), 0.5, 0.95, 0.05, 8, "trial")
+    far = assess(Ratio(0.97, 0.885, 1.055), 0.5, 0.95, 0.05, 8, "trial", df=7)
     assert far.more is not None and 80 <= far.more <= 100
 
 

@@ -94,14 +94,17 @@ def test_a_ratio_close_to_the_line_asks_for_no_plan_nobody_would_run() -> None:
 
 def test_epochs_to_decide_follows_the_spread() -> None:
     # Half-width 0.088 (log) around 0.97, 0.021 from the 0.95 line; with 7 degrees of
-    # freedom (n − 1, the fewest) the standard error is 0.088 ÷ t(7) = 0.037, and the
-    # interval is inside the distance once t(7 + k) × 0.037 × √(8 ÷ (8 + k)) < 0.021:
-    # at about k = 93 (the 1/√n rule alone, t kept at t(7), said 144).
-    more = epochs_to_decide(Ratio(0.97, 0.885, 1.055), 8, 0.05)
+    # freedom the standard error is 0.088 ÷ t(7) = 0.037, and the interval is inside
+    # the distance once t(7 + k) × 0.037 × √(8 ÷ (8 + k)) < 0.021: at about k = 93.
+    more = epochs_to_decide(Ratio(0.97, 0.885, 1.055), 8, 0.05, df=7)
     assert more is not None and 85 <= more <= 100
     # More degrees of freedom now: the same half-width is a wider standard error.
     more_df = epochs_to_decide(Ratio(0.97, 0.885, 1.055), 8, 0.05, df=14)
     assert more_df is not None and more_df > more
+    # Not known (an older report): the 1/√n rule alone, n × (0.088 ÷ 0.021)² − n ≈ 135,
+    # the most any degrees of freedom would ask.
+    unknown = epochs_to_decide(Ratio(0.97, 0.885, 1.055), 8, 0.05)
+    assert unknown is not None and 130 <= unknown <= 140 and unknown > more_df
     assert epochs_to_decide(Ratio(0.95, 0.90, 1.00), 8, 0.05) is None
 
 

@@ -200,15 +200,15 @@ def test_two_iterators_born_within_the_window_are_split_when_one_ends_first() ->
     once two of them have outlived the others' exit by SPLIT_AFTER_S."""
     pools = Pools()
     val = pools.place(10, 1, 0.000, "fork")
-    pools.place(11, 1, 0.020, "fork")
+    pools.place(11, 1, 0.010, "fork")
     pools.place(12, 1, 0.110, "fork")
-    pools.place(13, 1, 0.140, "fork")
+    pools.place(13, 1, 0.125, "fork")
     assert val.pids == [10, 11, 12, 13]
     _ended(pools, [10, 11], 0.2)
     # Still within the window: the others may be ending too.
     assert pools.split(0.2 + SPLIT_AFTER_S / 2) == []
     (train,) = pools.split(0.2 + SPLIT_AFTER_S)
-    assert val.pids == [10, 11] and val.ended_s == 0.2 and val.last_born_s == 0.020
+    assert val.pids == [10, 11] and val.ended_s == 0.2 and val.last_born_s == 0.010
     assert train.pids == [12, 13] and train.born_s == 0.110 and train.ended_s is None
     assert pools.by_pid[12] is train and pools.by_pid[10] is val
     # The train pool ends as one and is no longer split; its like born later replaces it.
@@ -227,3 +227,21 @@ def test_workers_ended_together_are_one_pool() -> None:
     pools.exited(10, 2.0)
     pools.exited(11, 2.0 + SPLIT_AFTER_S / 2)
     assert pools.split(9.0) == [] and pool.pids == [10, 11]
+
+
+def test_workers_that_leave_their_pool_early_by_themselves_stay_in_it() -> None:
+    """An IterableDataset with more workers than shards: torch tells the exhausted
+    workers to exit mid-epoch. They were born in the pool's even run of forks, and
+    are no second pool; nor are exits a slow sampling interval apart."""
+    pools = Pools()
+    pool = pools.place(10, 1, 0.00, "fork")
+    for pid, born in ((11, 0.01), (12, 0.02), (13, 0.03)):
+        pools.place(pid, 1, born, "fork")
+    _ended(pools, [10, 11], 0.5)
+    assert pools.split(5.0) == [] and pool.pids == [10, 11, 12, 13]
+    slow = Pools(interval_s=1.0)
+    pair = slow.place(20, 1, 0.0, "fork")
+    slow.place(21, 1, 0.12, "fork")  # apart at birth, but their exits only a tick apart
+    slow.exited(20, 6.0)
+    slow.exited(21, 7.0)
+    assert slow.split(9.0) == [] and pair.pids == [20, 21]
