@@ -16,9 +16,10 @@ from loaderprof.units import fmt_ratio, plural
 
 PlanMode = Literal["adaptive", "fixed"]
 # More trials per arm than this is no plan a user would run: past it the verdict says
-# how close the ratio sits to the line instead of asking for them. (Steady epochs of
-# one trial are cheap, and more trials measure it another way: no such limit.)
+# how close the ratio sits to the line instead of asking for them. Steady epochs of one
+# trial are cheaper, but a run of thousands is no plan either.
 PRACTICAL_UNITS = 100
+PRACTICAL_EPOCHS = 1000
 
 
 def interval_words(r: Ratio, p: float | None, confidence: float, unit: str | None, n: int) -> str:
@@ -76,7 +77,7 @@ def what_decides(a: Assessment, plan: PlanMode, cap: int | None) -> str:
     if a.more is None:
         return advice(a, plan, cap, a.n + 1)
     more = plural(a.more, "more trial" if a.unit == "trial" else "more steady epoch")
-    if a.unit == "trial" and a.n + a.more > PRACTICAL_UNITS:
+    if a.n + a.more > (PRACTICAL_UNITS if a.unit == "trial" else PRACTICAL_EPOCHS):
         return (
             f"about {more} per arm (n={a.n} now) would decide it, more than is practical: "
             f"for this spread, the ratio sits close to {a.target:.2f}"

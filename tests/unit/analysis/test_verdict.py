@@ -273,3 +273,15 @@ def test_a_command_verdict_names_only_the_warnings_persistence_brings() -> None:
     named = [r for r in v.reasons if "leaked-files" in r]
     assert named == ["warning (persistent arm): files at b.py:2 [leaked-files]"]
     assert v.depends_on == ("leaked-files",)
+
+
+def test_one_trial_per_arm_asks_for_no_run_of_thousands_of_epochs() -> None:
+    """Steady epochs stand in for trials with one trial per arm: past PRACTICAL_EPOCHS
+    the verdict says the ratio sits close to the line instead of `--epochs 5001`."""
+    from loaderprof.analysis.advice import PRACTICAL_EPOCHS, what_decides
+    from loaderprof.analysis.assessment import assess
+
+    a = assess(Ratio(0.952, 0.90, 1.01), 0.5, 0.95, 0.05, 8, "epoch", df=7)
+    assert a.more is not None and a.n + a.more > PRACTICAL_EPOCHS
+    text = what_decides(a, "fixed", None)
+    assert "more than is practical" in text and "--epochs" not in text
