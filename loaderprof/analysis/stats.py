@@ -121,7 +121,8 @@ class ArmSpread:
     trials' (seen: a pooled interval of 0.27–1.17 where the timing trials alone gave
     0.45–0.69). Where the memory trials' epochs spread significantly more than the
     timing trials' epochs (a one-sided F test on the within-trial log variances,
-    many degrees of freedom, independent of the trial figures' spread), they ran
+    a degree of freedom from nearly every epoch, and nearly independent of the
+    trial figures' spread, which are medians), they ran
     under a disturbance the timing trials did not: their spread is not of the same
     kind, and the arm's comes from its timing trials alone ("timing trials"), exact
     with fewer degrees of freedom. Not the narrower of the two: choosing by width
