@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL
+from loaderprof.checks.series import GROWTH_EPOCHS_TO_TELL, epochs_spanned
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
 from loaderprof.units import fmt_bytes, listing, noun, plural
@@ -75,19 +75,37 @@ def leaked_handles(
     )
 
 
+def _after(epochs: Sequence[int]) -> str:
+    """Where pauses went unread (NOTE [pauses not read]), the epochs the readings follow."""
+    if not epochs or epochs_spanned(epochs) == len(epochs) - 1:
+        return ""
+    shown = [str(e) for e in epochs]
+    if len(shown) > SHOWN_READINGS:
+        shown = [*shown[:3], "…", *shown[-2:]]
+    return f" after epochs {', '.join(shown)}"
+
+
 def memory_growth(
     grown: Mapping[str, tuple[Sequence[float], str]],
     evidence: Mapping[str, Any],
     arm: str | None = None,
+    after: Mapping[str, Sequence[int]] | None = None,
 ) -> Finding:
     """Every persistent worker or pool (by name) whose memory between epochs grows
-    after every epoch, with new memory (RSS) behind it (`new_memory`)."""
+    after every epoch, with new memory (RSS) behind it (`new_memory`). `after`: the
+    epoch each reading followed, by name, where a pause may have gone unread."""
+    after = after or {}
     names = list(grown)
     epochs = max(len(s) for s, _ in grown.values())
     severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
-    per_epoch = {n: (s[-1] - s[0]) / (len(s) - 1) for n, (s, _) in grown.items()}
+    per_epoch = {
+        n: (s[-1] - s[0]) / (epochs_spanned(after.get(n, ())) or len(s) - 1)
+        for n, (s, _) in grown.items()
+    }
     most = max(per_epoch, key=lambda n: per_epoch[n])
-    readings = "; ".join(f"{n}: {_series(s, fmt_bytes)}" for n, (s, _) in grown.items())
+    readings = "; ".join(
+        f"{n}{_after(after.get(n, ()))}: {_series(s, fmt_bytes)}" for n, (s, _) in grown.items()
+    )
     return Finding(
         id="memory-grows-every-epoch",
         severity=severity,

@@ -30,6 +30,7 @@ def check_memory_growth(report: Report) -> list[Finding]:
     one-off warm-up in epoch 1, from copy-on-read (`new_memory`), and from growth that
     levels off (NOTE [growth to tell]). Every worker that grew is named."""
     grown: dict[str, tuple[list[float], str]] = {}
+    after: dict[str, list[int]] = {}
     where: dict[str, Any] = {}
     for t, w in _persistent_workers(report.arms["persistent"]):
         idle = [s for s in w.states if s.after_epoch >= 1 and s.uss_bytes is not None]
@@ -38,10 +39,12 @@ def check_memory_growth(report: Report) -> list[Finding]:
         if f"worker {w.worker_id}" in grown:
             continue  # the first trial that shows it is the evidence
         series = [float(s.uss_bytes or 0) for s in idle]
-        trend = idle_growth(series, [float(s.rss_bytes) for s in idle])
+        epochs = [s.after_epoch for s in idle]
+        trend = idle_growth(series, [float(s.rss_bytes) for s in idle], epochs)
         if trend is None:
             continue
         grown[f"worker {w.worker_id}"] = (series, trend)
+        after[f"worker {w.worker_id}"] = epochs
         start = w.states[0].uss_bytes
         where.setdefault("trial", t.index)
         where.setdefault("pids", []).append(w.pid)
@@ -50,7 +53,7 @@ def check_memory_growth(report: Report) -> list[Finding]:
         where.setdefault("warmup_bytes_by_worker", {})[str(w.worker_id)] = (
             int(series[0] - start) if start is not None else None
         )
-    return [memory_growth(grown, where, arm="persistent")] if grown else []
+    return [memory_growth(grown, where, arm="persistent", after=after)] if grown else []
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,17 @@ GROWTH_MIN_BYTES = 4 * 1024 * 1024
 GROWTH_MIN_FRACTION = 0.05
 
 
-def rises_steadily(values: Sequence[float], min_step: float) -> bool:
-    """Rises at ≥ 75 % of the steps and by ≥ min_step·(steps) overall: growth every
-    epoch, told apart from a one-off step (a warm-up) or noise."""
+def rises_steadily(values: Sequence[float], min_step: float, epochs: int | None = None) -> bool:
+    """Rises at ≥ 75 % of the steps and by ≥ min_step per epoch overall: growth every
+    epoch, told apart from a one-off step (a warm-up) or noise. `epochs`: how many
+    epochs the series spans, where a pause without a reading left one out (NOTE
+    [pauses not read]); by default one a step."""
     steps = len(values) - 1
     if steps < 2:
         return False
     ups = sum(1 for a, b in itertools.pairwise(values) if b > a)
-    return ups >= 0.75 * steps and values[-1] - values[0] >= min_step * steps * 0.75
+    spanned = steps if epochs is None else max(epochs, steps)
+    return ups >= 0.75 * steps and values[-1] - values[0] >= min_step * spanned * 0.75
 
 
 # NOTE [growth to tell]: a series that rose after each of a few epochs does not say
@@ -29,16 +32,29 @@ def rises_steadily(values: Sequence[float], min_step: float) -> bool:
 GROWTH_EPOCHS_TO_TELL = 10
 
 
-def growth_trend(values: Sequence[float], min_step: float) -> str | None:
+def growth_trend(values: Sequence[float], min_step: float, after: Sequence[int] = ()) -> str | None:
     """ "grows": rises steadily over ≥ GROWTH_EPOCHS_TO_TELL pauses and still does over
     their last third (it has not levelled off); "too-few": rises steadily over fewer;
-    None: does not rise steadily, or levelled off."""
-    if not rises_steadily(values, min_step):
+    None: does not rise steadily, or levelled off. `after`: the epoch each value was
+    read after, where pauses may be missing (NOTE [pauses not read])."""
+    if not rises_steadily(values, min_step, epochs_spanned(after)):
         return None
     if len(values) < GROWTH_EPOCHS_TO_TELL:
         return "too-few"
-    tail = values[-(len(values) // 3 + 1) :]
-    return "grows" if rises_steadily(tail, min_step) else None
+    cut = len(values) // 3 + 1
+    tail = values[-cut:]
+    return "grows" if rises_steadily(tail, min_step, epochs_spanned(after[-cut:])) else None
+
+
+# NOTE [pauses not read]: a watched job's pauses between epochs are read by whichever
+# whole walk (every USS reading) falls inside them, and a short pause may get none: its
+# series then skips an epoch, and one step covers two. Each reading keeps the epoch it
+# followed, so growth is counted per epoch, not per reading.
+
+
+def epochs_spanned(after: Sequence[int]) -> int | None:
+    """How many epochs a series read after these epochs spans; None: one a step."""
+    return after[-1] - after[0] if len(after) >= 2 else None
 
 
 # What a cache or a leak allocates is new to RSS too, so RSS grows about as much as
@@ -54,13 +70,15 @@ def new_memory(uss_growth: float, rss_growth: float) -> bool:
     return rss_growth >= NEW_MEMORY_MIN_RSS_SHARE * uss_growth
 
 
-def idle_growth(uss: Sequence[float], rss: Sequence[float]) -> str | None:
+def idle_growth(
+    uss: Sequence[float], rss: Sequence[float], after: Sequence[int] = ()
+) -> str | None:
     """The trend (`growth_trend`) of a pool's or worker's memory in the pauses between
     epochs, where it is new memory (`new_memory`); None where it does not grow. One rule
     for compare's workers, watch's loaders and an attached job's pools."""
     if not uss or not rss:
         return None
-    trend = growth_trend(uss, max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0]))
+    trend = growth_trend(uss, max(GROWTH_MIN_BYTES, GROWTH_MIN_FRACTION * uss[0]), after)
     # Overall, not step by step (RSS can lag a step behind).
     if trend is None or not new_memory(uss[-1] - uss[0], rss[-1] - rss[0]):
         return None

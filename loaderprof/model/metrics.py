@@ -16,6 +16,9 @@ class PauseMemory:
 
     idle_uss_by_epoch: tuple[int, ...] = ()
     idle_rss_by_epoch: tuple[int, ...] = ()
+    # The epoch each pause followed: a pause with no whole reading is left out, so a
+    # step may span two epochs (NOTE [pauses not read]). () in reports before it.
+    idle_after_epochs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -39,9 +39,11 @@ def head(report: AttachReport) -> str:
         "duration": "ended at --duration",
         "interrupt": "ended by a signal",
     }
+    # Until the job exited, not the look for workers it left behind after it.
+    watched = report.job_exited_s if report.job_exited_s is not None else report.wall_s
     return (
         f"loaderprof watch --pid {report.pid}: {shlex.join(report.command)}\n"
-        f"watched {fmt_seconds(report.wall_s)} from outside, "
+        f"watched {fmt_seconds(watched)} from outside, "
         f"{ended.get(report.ended_by, report.ended_by)} · {plural(len(report.pools), 'pool')} "
         f"· at most {plural(report.peak_worker_processes, 'worker')} at once · "
         f"reading took {fmt_pct(report.duty_cycle or 0, 1)} of a CPU"

@@ -45,11 +45,14 @@ _MEMORY_CAPTION = (
 
 def evidence_items(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
     """A finding's evidence as (name, value) to print: what was not read is left out
-    (a None printed reads as a figure), and lists read as lists, not as Python."""
+    (a None printed reads as a figure), and lists and mappings read as themselves,
+    not as Python (no quotes)."""
 
     def text(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return "{" + ", ".join(f"{k}: {text(x)}" for k, x in v.items()) + "}"
         if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(map(str, v)) + "]"
+            return "[" + ", ".join(map(text, v)) + "]"
         return str(v)
 
     return [(k, text(v)) for k, v in evidence.items() if v is not None]

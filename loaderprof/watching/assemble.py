@@ -268,11 +268,13 @@ def _idle_series(
     samples: Sequence[Sample],
     walks: Sequence[list[Sample]],
     t0: int,
-) -> tuple[list[int], list[int]]:
+) -> tuple[list[int], list[int], list[int]]:
     """The pool's USS and RSS in each pause between its epochs: the peak of the pause's
-    whole walks (USS), of its ticks (RSS); pauses without a reading are left out."""
+    whole walks (USS), of its ticks (RSS), and the epoch each pause followed; pauses
+    without a reading are left out (NOTE [pauses not read])."""
     uss_by_gap: list[int] = []
     rss_by_gap: list[int] = []
+    after: list[int] = []
     for a, b in itertools.pairwise(epochs):
         if a.end_s is None:
             continue
@@ -286,7 +288,8 @@ def _idle_series(
         if uss and rss:
             uss_by_gap.append(max(uss))
             rss_by_gap.append(max(rss))
-    return uss_by_gap, rss_by_gap
+            after.append(a.index)
+    return uss_by_gap, rss_by_gap, after
 
 
 def loaders(
@@ -309,7 +312,9 @@ def loaders(
         startups = [w.startup_s for w in workers if w.startup_s is not None]
         peaks = [w.peak_uss_bytes for w in workers if w.peak_uss_bytes is not None]
         wait, wait_epochs = _median_wait(epochs)
-        idle_uss, idle_rss = _idle_series(epochs, {w.pid for w in workers}, samples, walks, t0)
+        idle_uss, idle_rss, idle_after = _idle_series(
+            epochs, {w.pid for w in workers}, samples, walks, t0
+        )
         out.append(
             WatchedLoader(
                 id=lid,
@@ -340,6 +345,7 @@ def loaders(
                 idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
                 idle_uss_by_epoch=tuple(idle_uss),
                 idle_rss_by_epoch=tuple(idle_rss),
+                idle_after_epochs=tuple(idle_after),
                 dataset_states=_states(evs, lid),
                 wait=wait,
                 wait_epochs=wait_epochs,

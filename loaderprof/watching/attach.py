@@ -284,7 +284,16 @@ class Observer:
             and sum(used.get(p, 0.0) for p in alive) >= BUSY_CPU_SHARE * dt
         )
         totals = None
-        if deep:
+        # An epoch just ended: read its workers now, inside the pause, so that each pause
+        # has its reading rather than only those a deep tick falls in (NOTE [pauses not
+        # read]); an idle pool's walk slows no batch.
+        pause_begins = not busy and pool.activity.working
+        if pause_begins and not deep:
+            for pid in alive:
+                proc = self.procs.get(pid)
+                if proc is not None and proc.handle is not None:
+                    self._read_worker(proc, now)
+        if deep or pause_begins:
             readings = [self._latest.pop(p, None) for p in alive]
             # A pool some of whose workers exited is shutting down (or broken): its sum
             # is no pool's memory, and read in a pause it would look like a fall.

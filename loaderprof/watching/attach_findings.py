@@ -76,8 +76,8 @@ def check_growth(pools: Sequence[AttachedPool]) -> list[Finding]:
     every epoch, with new memory behind it (`compare`'s and `watch`'s rules)."""
     out = []
     for pool in pools:
-        uss, rss = pool.idle_uss_by_epoch, pool.idle_rss_by_epoch
-        if pool.rebuilt or (trend := idle_growth(uss, rss)) is None:
+        uss, rss, after = pool.idle_uss_by_epoch, pool.idle_rss_by_epoch, pool.idle_after_epochs
+        if pool.rebuilt or (trend := idle_growth(uss, rss, after)) is None:
             continue
         found = memory_growth(
             {f"pool {pool.id}": (list(uss), trend)},
@@ -85,10 +85,12 @@ def check_growth(pools: Sequence[AttachedPool]) -> list[Finding]:
                 "pool": pool.id,
                 "uss_by_epoch": list(uss),
                 "rss_by_epoch": list(rss),
+                "after_epochs": list(after),
                 "epochs_inferred_from": pool.epochs_from,
                 "not_seen": f"{_WHICH_LOADER}; epochs are pauses in the pool's CPU "
                 "use, inferred, not seen",
             },
+            after={f"pool {pool.id}": after},
         )
         if found.severity != "warning":
             # A running job's epochs are not ours to set: the way to tell is to watch on.

@@ -74,7 +74,8 @@ def _pool(index: int, chain: list[Pool], procs: dict[int, Proc]) -> AttachedPool
     first = chain[0]
     epochs, source = _epochs(chain)
     single = len(chain) == 1
-    pauses = first.activity.pauses.rows if single else []
+    rows = first.activity.pauses.rows if single else []
+    pauses = [(e, v) for e, v in rows if v[0] is not None and v[1] is not None]
     peaks = [g.peaks for g in chain]
     return AttachedPool(
         id=f"P{index}",
@@ -90,6 +91,7 @@ def _pool(index: int, chain: list[Pool], procs: dict[int, Proc]) -> AttachedPool
         idle_uss_bytes=first.activity.idle_median() if single else None,
         idle_uss_by_epoch=tuple(v[0] for _, v in pauses if v[0] is not None),
         idle_rss_by_epoch=tuple(v[1] for _, v in pauses if v[1] is not None),
+        idle_after_epochs=tuple(int(e) for e, _ in pauses),
     )
 
 

@@ -236,18 +236,21 @@ def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     behind it, by `compare`'s rules (`growth_trend`, `new_memory`)."""
     out = []
     for ld in loaders:
-        uss, rss = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch
-        if not ld.persistent_workers or (trend := idle_growth(uss, rss)) is None:
+        uss, rss, after = ld.idle_uss_by_epoch, ld.idle_rss_by_epoch, ld.idle_after_epochs
+        if not ld.persistent_workers or (trend := idle_growth(uss, rss, after)) is None:
             continue
+        name = f"loader {ld.id}'s pool of persistent workers"
         out.append(
             memory_growth(
-                {f"loader {ld.id}'s persistent workers": (list(uss), trend)},
+                {name: (list(uss), trend)},
                 {
                     "loader": ld.id,
                     "site": ld.site,
                     "uss_by_epoch": list(uss),
                     "rss_by_epoch": list(rss),
+                    "after_epochs": list(after),
                 },
+                after={name: after},
             )
         )
     return out

@@ -361,6 +361,11 @@ class Activity:
         if reading is not None and self._idle_since is not None:
             self._reading = reading
 
+    @property
+    def working(self) -> bool:
+        """Busy at the last tick fed: an idle tick now may begin a pause."""
+        return self._busy
+
     def _pause_over(self, t_s: float) -> bool:
         """The idle run that just ended was a pause: keep its reading."""
         if self._idle_since is None or t_s - self._idle_since < self.pause_min_s:

@@ -95,3 +95,5 @@ def test_evidence_prints_what_was_read_and_lists_as_lists() -> None:
     repr is not for users."""
     items = evidence_items({"loader": "L2", "while": ["L1"], "idle_workers_uss_bytes": None})
     assert items == [("loader", "L2"), ("while", "[L1]")]
+    by_worker = evidence_items({"uss_by_epoch_by_worker": {"pool P1": [1, 2]}})
+    assert by_worker == [("uss_by_epoch_by_worker", "{pool P1: [1, 2]}")]

@@ -21,7 +21,7 @@ from loaderprof.model.attached import (
     Helper,
     PoolPoint,
 )
-from loaderprof.report.attach_console import attach_markdown, render
+from loaderprof.report.attach_console import attach_markdown, head, render
 from loaderprof.report.attach_trace import to_attach_trace_json
 from loaderprof.report.exporters import check_targets, export, kind_of
 from loaderprof.report.json_report import load_schema
@@ -40,7 +40,9 @@ def _gen(pids: list[int], born: float, ended: float | None) -> AttachedGeneratio
     )
 
 
-def _persistent(uss: tuple[int, ...] = (), rss: tuple[int, ...] = ()) -> AttachedPool:
+def _persistent(
+    uss: tuple[int, ...] = (), rss: tuple[int, ...] = (), after: tuple[int, ...] = ()
+) -> AttachedPool:
     return AttachedPool(
         id="P1",
         parent_pid=100,
@@ -55,6 +57,7 @@ def _persistent(uss: tuple[int, ...] = (), rss: tuple[int, ...] = ()) -> Attache
         idle_uss_bytes=40 * MIB,
         idle_uss_by_epoch=uss,
         idle_rss_by_epoch=rss,
+        idle_after_epochs=after,
     )
 
 
@@ -124,6 +127,31 @@ def test_growth_every_inferred_epoch_by_the_shared_rule() -> None:
     assert "--duration" in growth.fix
 
 
+def test_growth_is_per_epoch_where_a_pause_went_unread() -> None:
+    """NOTE [pauses not read]: epoch 2's pause had no whole reading, so the step from
+    epoch 1's to epoch 3's spans two epochs: 25 MiB an epoch, not 50."""
+    uss = (45 * MIB, 95 * MIB, 120 * MIB)
+    report = _report((_persistent(uss, tuple(300 * MIB + v for v in uss), (1, 3, 4)),))
+    (growth,) = report.findings
+    assert growth.evidence["growth_bytes_per_epoch"] == 25 * MIB
+    assert growth.evidence["after_epochs"] == [1, 3, 4]
+    assert "up to 25.0 MiB more private memory after every epoch" in growth.title
+    assert "pool P1 after epochs 1, 3, 4: 45.0 MiB → 95.0 MiB → 120.0 MiB" in growth.title
+    # The same readings one epoch apart are 37.5 MiB an epoch, and say no epochs.
+    (apart,) = _report((_persistent(uss, tuple(300 * MIB + v for v in uss), (1, 2, 3)),)).findings
+    assert apart.evidence["growth_bytes_per_epoch"] == int(37.5 * MIB)
+    assert "after epochs" not in apart.title
+
+
+def test_growth_below_the_minimum_per_epoch_once_unread_pauses_count() -> None:
+    # 10 MiB a reading rises steadily (above the 4 MiB minimum); over 9 epochs it is
+    # 20 / 9 = 2.2 MiB an epoch, below it.
+    uss = (40 * MIB, 50 * MIB, 60 * MIB)
+    rss = tuple(300 * MIB + v for v in uss)
+    assert _ids(_report((_persistent(uss, rss, (1, 2, 3)),))) == ["memory-grows-every-epoch"]
+    assert _ids(_report((_persistent(uss, rss, (1, 5, 10)),))) == []
+
+
 @pytest.mark.parametrize(
     ("uss", "rss"),
     [
@@ -156,6 +184,16 @@ def test_the_screen_fits_80_columns() -> None:
     for shown in ("P1", "P2", "2 ×5", "births", "left behind after the job exited: 101"):
         assert shown in text
     assert "not seen from outside" in text
+
+
+def test_the_head_times_the_job_not_the_look_for_workers_left_behind() -> None:
+    # The watch ran 7.5 s; the job exited at 7.0 s, then LEFT_GRACE_S looked for leftovers.
+    exited = head(_report((_persistent(),)))
+    assert "watched 7.00 s from outside, ended when the job exited" in exited
+    at_duration = dataclasses.replace(
+        _report((_persistent(),)), ended_by="duration", job_exited_s=None
+    )
+    assert "watched 7.50 s from outside, ended at --duration" in head(at_duration)
 
 
 def test_json_and_markdown_through_the_registry(tmp_path: Path) -> None:
