@@ -128,7 +128,7 @@ def test_growth_every_inferred_epoch_by_the_shared_rule() -> None:
 
 
 def test_growth_is_per_epoch_where_a_pause_went_unread() -> None:
-    """NOTE [pauses not read]: epoch 2's pause had no whole reading, so the step from
+    """See NOTE [pauses not read]. Epoch 2's pause had no whole reading, so the step from
     epoch 1's to epoch 3's spans two epochs: 25 MiB an epoch, not 50."""
     uss = (45 * MIB, 95 * MIB, 120 * MIB)
     report = _report((_persistent(uss, tuple(300 * MIB + v for v in uss), (1, 3, 4)),))
