@@ -7,10 +7,11 @@ when given) to the arm's value, once the loader's own __init__ has checked the
 script's settings; what the script asked for is recorded. Nothing else of the
 command changes, so the two arms differ in persistence alone. A trial ends once the
 command's main loader (the one that ran the most batches) has ended --epochs
-epochs: loaderprof then kills the command's process group, and what is left of its
-tree, so no worker outlives the trial. Its epochs are timed from the hook's stamps
-in the command's own process: an epoch is its iter() to its end, with the training
-step inside, as the script's own clock around its epoch loop sees it.
+epochs: loaderprof then stops it as a Ctrl-C would (NOTE [stopping a command]) and
+kills what is left of its tree, so no worker outlives the trial. Its epochs are
+timed from the hook's stamps in the command's own process: an epoch is its iter() to
+its end, with the training step inside, as the script's own clock around its epoch
+loop sees it.
 """
 
 from __future__ import annotations
@@ -234,10 +235,11 @@ class CommandRunner:
                 tree.reaped = True
                 leaked = tree.survivors()
         finally:
-            with INTERRUPTS.held():
-                _stop(proc, tree)
+            # Nothing read while the command winds down belongs to its epochs.
             if tree.sampler is not None:
                 tree.sampler.stop()
+            with INTERRUPTS.held():
+                _stop(proc, tree)
             trace.feed(reader.read_new())
         return returncode, stopped, leaked
 
@@ -282,9 +284,22 @@ def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.
         return launch(command, env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
+# NOTE [stopping a command]: a trial's epochs are measured once its main loader ran
+# them; the command is then stopped as a Ctrl-C stops it, SIGINT to its main process,
+# so that its own clean-up runs (atexit handlers, `finally`, a framework's interrupt
+# handling): mosaicml-streaming's /dev/shm segments, temporary files and locks would
+# otherwise outlive every trial on the user's machine. Whatever has not ended within
+# STOP_GRACE_S is killed, with every process of its tree.
+STOP_GRACE_S = 5.0
+
+
 def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
-    """SIGKILL to the command's group and to every process of its tree outside it: its
-    epochs are measured, and nothing it would do on a gentler signal is wanted."""
+    """The command stopped as NOTE [stopping a command] says; nothing of it left."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=STOP_GRACE_S)
     tree.kill_all()
     with contextlib.suppress(ProcessLookupError):
         proc.wait()

@@ -9,12 +9,14 @@ options are unusable, 3 the run failed.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import multiprocessing
 import os
 import re
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -500,9 +502,9 @@ def main(argv: list[str] | None = None) -> None:
             message=exc.message,
             detail=exc.detail or traceback.format_exc(),
         )
-        _exit_now(ExitCode.USAGE)
+        _finish(ExitCode.USAGE)
     except SystemExit as exc:
-        _exit_now(exc.code if isinstance(exc.code, int) else ExitCode.RUN_FAILED)
+        _finish(exc.code if isinstance(exc.code, int) else ExitCode.RUN_FAILED)
     except BaseException as exc:
         events.emit(
             events_path,
@@ -512,14 +514,31 @@ def main(argv: list[str] | None = None) -> None:
             message=one_line(exc),
             detail=traceback.format_exc(),
         )
-        _exit_now(ExitCode.RUN_FAILED)
+        _finish(ExitCode.RUN_FAILED)
     events.emit(events_path, Ev.TRIAL_END)
-    # NOTE [no teardown]: the loader is closed and every event is written, so
-    # end here. Interpreter teardown (module finalizers, atexit handlers, the
-    # allocator returning memory) is not part of the user's training and would
-    # only lengthen the trial; the parent's process-group kill cleans up the
-    # rest (forkserver, resource tracker).
-    _exit_now(ExitCode.OK)
+    _finish(ExitCode.OK)
+
+
+# NOTE [no teardown]: the loader is closed and every event is written, so the trial
+# ends here, past every figure. The user's atexit handlers run, as at the end of their
+# own training: what they clean up (mosaicml-streaming's /dev/shm segments, temporary
+# files, locks) would otherwise outlive the trial on the user's machine. The rest of
+# the interpreter's teardown (module finalizers, the allocator returning memory) frees
+# nothing the process's end does not, and is skipped; the parent's process-group kill
+# ends what is left (forkserver, resource tracker). Handlers that hang are cut after
+# EXIT_HANDLERS_S: the trial is complete either way.
+EXIT_HANDLERS_S = 10.0
+
+
+def _finish(code: int) -> None:
+    """The user's exit handlers, then the end (NOTE [no teardown])."""
+    cut = threading.Timer(EXIT_HANDLERS_S, _exit_now, args=(code,))
+    cut.daemon = True
+    cut.start()
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
+    cut.cancel()
+    _exit_now(code)
 
 
 def _exit_now(code: int) -> None:
