@@ -356,7 +356,9 @@ def error_line(report: Report) -> str | None:
                 continue
             if t.error.category == "usage":
                 return t.error.message
-            where = f"{arm.name.replace('_', '-')} arm, trial {t.index + 1}"
+            # Named as the -v tables name it: a memory trial and timing trial 1 differ.
+            kind = "memory " if t.role == "memory" else ""
+            where = f"{arm.name.replace('_', '-')} arm, {kind}trial {t.index + 1}"
             epoch = (
                 f" (epoch {t.error.epoch})"
                 if t.error.epoch and "epoch" not in t.error.message

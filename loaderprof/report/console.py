@@ -87,6 +87,7 @@ def summary_table(report: Report) -> Table:
             style=row.emphasis or None,
         )
     t.caption = caption(report)
+    t.caption_justify = "left"
     return t
 
 
@@ -259,6 +260,7 @@ def brief_summary_table(report: Report) -> Table:
         t.add_row(row.label, unit, *cells, _compared(row, k), style=row.emphasis or None)
     more = "-v: n, epochs, RSS, main process"
     t.caption = f"median ± half IQR · {interval_text(report, brief=True)} · {more}"
+    t.caption_justify = "left"
     return t
 
 

@@ -112,6 +112,7 @@ def workers_table(report: Report) -> RenderableType:
         "1st batch: what starting cost the worker (a one-time copy), before reading "
         f"adds anything · peaks over the worker's life{left_out}"
     )
+    memory.caption_justify = "left"
     return Group(
         Text("Worker processes: times (from trial start)"),
         times,

@@ -17,7 +17,7 @@ from loaderprof.comparing import ranks as distributed
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import LoaderOptions, RunConfig
 from loaderprof.model.metrics import Ratio
-from loaderprof.model.results import Comparison, Report
+from loaderprof.model.results import Comparison, Report, error_line
 from loaderprof.model.trials import TrialError, TrialResult
 
 IMPORTED = {"torch": "2.x", "start_method": "fork"}
@@ -300,3 +300,12 @@ def test_the_total_saving_shows_its_sum(total: float, words: str) -> None:
     c = _comparison(Ratio(0.5, 0.45, 0.55), 0.001, saved_s_total=total)
     v = decide(VerdictInputs(c, summarize_arm([p]), summarize_arm([n]), min_gain=0.05))
     assert any(words in r for r in v.reasons), v.reasons
+
+
+@pytest.mark.parametrize(("role", "named"), [("timing", "trial 2"), ("memory", "memory trial 2")])
+def test_the_error_line_names_the_trial_as_the_tables_do(role: str, named: str) -> None:
+    p, n = make_pair([3.0, 1.0, 1.0], [3.0, 2.0, 2.0])
+    err = TrialError("run", "worker_exception", "DataLoader worker 1 raised ValueError: bad")
+    failed = dataclasses.replace(p, index=1, role=role, error=err, complete=False)
+    report = build_report(_rank_cfg(2), [p, n, failed], imported=IMPORTED)
+    assert error_line(report) == f"persistent arm, {named}: {err.message}"
