@@ -23,21 +23,34 @@ def _series(values: Sequence[float], fmt: Callable[[float], str]) -> str:
 
 
 def _trend(
-    trends: Mapping[str, str], epochs: int
+    trends: Mapping[str, str], epochs: int, read: int | None = None
 ) -> tuple[Literal["warning", "info"], str, dict[str, Any]]:
     """Severity, the clause that says what the epochs seen tell, and its evidence: a
-    warning only for growth still rising over enough epochs to tell."""
+    warning only for growth still rising over enough epochs to tell. `read`: how many
+    of their pauses were read, where some were not (NOTE [pauses not read]): the
+    rule counts readings."""
     grows = "grows" in trends.values()
-    said = (
-        f"still rising after {plural(epochs, 'epoch')}"
-        if grows
-        else f"too few epochs to tell whether it levels off ({GROWTH_EPOCHS_TO_TELL} would tell)"
-    )
-    evidence = {
+    if read is None or read == epochs:
+        said = (
+            f"still rising after {plural(epochs, 'epoch')}"
+            if grows
+            else f"too few epochs to tell whether it levels off ({GROWTH_EPOCHS_TO_TELL} "
+            "would tell)"
+        )
+    else:
+        said = (
+            f"still rising after {plural(epochs, 'epoch')} ({read} of their pauses read)"
+            if grows
+            else f"too few pauses read to tell whether it levels off ({read} of "
+            f"{epochs}; {GROWTH_EPOCHS_TO_TELL} would tell)"
+        )
+    evidence: dict[str, Any] = {
         "epochs_seen": epochs,
         "epochs_to_tell": GROWTH_EPOCHS_TO_TELL,
         "trend": "grows" if grows else "too-few",
     }
+    if read is not None and read != epochs:
+        evidence["pauses_read"] = read
     return ("warning" if grows else "info"), said, evidence
 
 
@@ -96,8 +109,10 @@ def memory_growth(
     epoch each reading followed, by name, where a pause may have gone unread."""
     after = after or {}
     names = list(grown)
-    epochs = max(len(s) for s, _ in grown.values())
-    severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
+    read = max(len(s) for s, _ in grown.values())
+    # The epochs the readings reach (the last read after), where they are known.
+    epochs = max((a[-1] for a in after.values() if a), default=read)
+    severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs, read)
     per_epoch = {
         n: (s[-1] - s[0]) / (epochs_spanned(after.get(n, ())) or len(s) - 1)
         for n, (s, _) in grown.items()

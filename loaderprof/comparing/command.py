@@ -148,10 +148,9 @@ class CommandRunner:
             trace = CommandTrace(time.monotonic_ns(), self.plan.loader_site)
             proc = _start(self.plan.command, env, log)
             sampler = self._sampler(proc.pid, path)
-            returncode, stopped, leaked = self._follow(
+            returncode, stopped, leaked, t_end = self._follow(
                 proc, trace, EventReader(path), ProcessTree(proc.pid, sampler)
             )
-            t_end = time.monotonic_ns()
             wall = (t_end - trace.t0) / NS
             done = trace.epochs_done()
             # Ended by itself: its own failure whenever it failed, and too short to
@@ -212,13 +211,15 @@ class CommandRunner:
         trace: CommandTrace,
         reader: EventReader,
         tree: ProcessTree,
-    ) -> tuple[int | None, bool, tuple[int, ...]]:
+    ) -> tuple[int | None, bool, tuple[int, ...], int]:
         """Until the command ends or its main loader ran its epochs; then nothing of it
         is left alive (an interrupt included). Also what outlived a command that ended
-        by itself (its leaked workers, once its helpers had a moment)."""
+        by itself (its leaked workers, once its helpers had a moment), and when the
+        trial ended: its stop (NOTE [stopping a command]) is in no figure."""
         returncode: int | None = None
         stopped = False
         leaked: tuple[int, ...] = ()
+        t_end = 0
         try:
             while True:
                 try:
@@ -235,13 +236,15 @@ class CommandRunner:
                 tree.reaped = True
                 leaked = tree.survivors()
         finally:
-            # Nothing read while the command winds down belongs to its epochs.
-            if tree.sampler is not None:
-                tree.sampler.stop()
+            t_end = time.monotonic_ns()
+            # The teardown is not cut short: a signal in it waits for its end.
             with INTERRUPTS.held():
+                # Nothing read while the command winds down belongs to its epochs.
+                if tree.sampler is not None:
+                    tree.sampler.stop()
                 _stop(proc, tree)
-            trace.feed(reader.read_new())
-        return returncode, stopped, leaked
+            trace.feed([ev for ev in reader.read_new() if ev["t"] <= t_end])
+        return returncode, stopped, leaked, t_end
 
     def _failed(
         self, index: int, arm: Arm, returncode: int | None, trace: CommandTrace, tail: str
@@ -285,21 +288,24 @@ def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.
 
 
 # NOTE [stopping a command]: a trial's epochs are measured once its main loader ran
-# them; the command is then stopped as a Ctrl-C stops it, SIGINT to its main process,
-# so that its own clean-up runs (atexit handlers, `finally`, a framework's interrupt
-# handling): mosaicml-streaming's /dev/shm segments, temporary files and locks would
-# otherwise outlive every trial on the user's machine. Whatever has not ended within
-# STOP_GRACE_S is killed, with every process of its tree.
+# them; the command is then stopped as a Ctrl-C in its terminal stops it, SIGINT to
+# its process group, so that its own clean-up runs (atexit handlers, `finally`, a
+# framework's interrupt handling): mosaicml-streaming's /dev/shm segments, temporary
+# files and locks would otherwise outlive every trial on the user's machine. What has
+# not ended within STOP_GRACE_S (a command that ignores SIGINT) is killed, with every
+# process of its tree. The trial ends, for every figure, when the stop began.
 STOP_GRACE_S = 5.0
 
 
 def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
     """The command stopped as NOTE [stopping a command] says; nothing of it left."""
     if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGINT)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=STOP_GRACE_S)
+    # Reaped: its pid, and an empty group's, may be anyone's now.
+    tree.reaped = proc.poll() is not None
     tree.kill_all()
     with contextlib.suppress(ProcessLookupError):
         proc.wait()

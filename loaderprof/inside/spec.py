@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 SPEC_SUFFIX = "spec.json"
 
+# See NOTE [no teardown]. The most seconds the child gives the user's exit handlers
+# after its last event; the parent cuts them soon after if the child cannot.
+EXIT_HANDLERS_S = 10.0
+
 
 @dataclass(frozen=True)
 class TrialSpec:

@@ -28,7 +28,7 @@ from loaderprof.errors import ExitCode, UsageError
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
 from loaderprof.inside.loader import OrderRecorder, accelerator_available, recipe
-from loaderprof.inside.spec import TrialSpec
+from loaderprof.inside.spec import EXIT_HANDLERS_S, TrialSpec
 from loaderprof.inside.waits import WaitClock
 
 if TYPE_CHECKING:
@@ -526,8 +526,8 @@ def main(argv: list[str] | None = None) -> None:
 # the interpreter's teardown (module finalizers, the allocator returning memory) frees
 # nothing the process's end does not, and is skipped; the parent's process-group kill
 # ends what is left (forkserver, resource tracker). Handlers that hang are cut after
-# EXIT_HANDLERS_S: the trial is complete either way.
-EXIT_HANDLERS_S = 10.0
+# EXIT_HANDLERS_S (inside/spec.py), by the child or, if a handler holds the GIL, by the
+# parent: the trial is complete either way, and its figures end at its last event.
 
 
 def _finish(code: int) -> None:

@@ -30,7 +30,7 @@ from loaderprof.errors import INTERRUPTS, Interrupted
 from loaderprof.inside import procfs
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev, EventReader
-from loaderprof.inside.spec import SPEC_SUFFIX, TrialSpec
+from loaderprof.inside.spec import EXIT_HANDLERS_S, SPEC_SUFFIX, TrialSpec
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
@@ -93,6 +93,9 @@ def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 
+
+# After the child's own cut of its exit handlers (EXIT_HANDLERS_S), the parent's.
+_CUT_LATE_S = 2.0
 
 # How long a killed trial's processes may take to be gone before the next starts.
 _GONE_WAIT_S = 5.0
@@ -246,6 +249,11 @@ def run_trial(
         watch.events.append(ev)
         if on_event is not None:
             on_event(ev)
+    # See NOTE [no teardown]. The trial ends at its last event; the exit handlers
+    # after it are the user's teardown, in no figure.
+    ended = [ev["t"] for ev in watch.events if ev["ev"] == Ev.TRIAL_END]
+    if ended:
+        watch.t_end = min(watch.t_end, ended[0])
     result = _result(cfg, slot, proc, watch, sampler, files["stderr.log"])
     if watch.interrupted is not None:
         # Hand the partial trial to the scheduler with the interrupt.
@@ -308,9 +316,15 @@ def _follow(
     deadline = time.monotonic() + cfg.trial_timeout_s
     delivered: set[int] = set()
     epoch = 0
+    ended = False
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
+            if ev["ev"] == Ev.TRIAL_END:
+                # Its exit handlers run now (NOTE [no teardown]); one that blocks the
+                # child's own cut (holding the GIL) is cut here.
+                ended = True
+                deadline = min(deadline, time.monotonic() + EXIT_HANDLERS_S + _CUT_LATE_S)
             if sampler is not None and not slot.deep:
                 _steer(sampler, ev, cfg)
             elif sampler is not None:
@@ -335,7 +349,7 @@ def _follow(
             # the trial wait for it.
             pauses.answer(sampler.last_pause_read_ns if sampler.error is None else sys.maxsize)
         if time.monotonic() > deadline:
-            watch.timed_out = True
+            watch.timed_out = not ended
             return
         # Short poll: the sampler learns of epoch boundaries from here.
         time.sleep(0.01)
@@ -504,8 +518,8 @@ def _trial_error(
                 worker_id=ev.get("worker_id"),
                 detail=ev.get("detail"),
             )
-    if returncode == 0 and any(ev["ev"] == Ev.TRIAL_END for ev in events):
-        return None
+    if any(ev["ev"] == Ev.TRIAL_END for ev in events):
+        return None  # however its exit handlers ended it (NOTE [no teardown])
     if returncode is not None and returncode < 0:
         how = f"was killed by {signal.Signals(-returncode).name}"
     else:

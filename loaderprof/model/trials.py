@@ -192,7 +192,8 @@ class WallParts:
     pauses_s: float
     # Dropping the loader until its workers are gone.
     shutdown_s: float | None
-    # The loader closed until the trial process was gone (no interpreter teardown).
+    # The loader closed until the trial's last event (see NOTE [no teardown]; its exit
+    # handlers run after it, in no figure).
     exit_s: float | None
     # The rest: bookkeeping between epochs.
     other_s: float | None

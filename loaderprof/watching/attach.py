@@ -284,16 +284,17 @@ class Observer:
             and sum(used.get(p, 0.0) for p in alive) >= BUSY_CPU_SHARE * dt
         )
         totals = None
-        # An epoch just ended: read its workers now, inside the pause, so that each pause
-        # has its reading rather than only those a deep tick falls in (NOTE [pauses not
-        # read]); an idle pool's walk slows no batch.
-        pause_begins = not busy and pool.activity.working
-        if pause_begins and not deep:
+        # A pause (idle for PAUSE_MIN_S) not read yet: read its workers now, inside it,
+        # so that each pause has its reading rather than only those a deep tick falls
+        # in (NOTE [pauses not read]); an idle pool's walk slows no batch, and an idle
+        # dip inside an epoch is too short to be read.
+        unread_pause = not busy and pool.activity.unread_pause(now)
+        if unread_pause and not deep:
             for pid in alive:
                 proc = self.procs.get(pid)
                 if proc is not None and proc.handle is not None:
                     self._read_worker(proc, now)
-        if deep or pause_begins:
+        if deep or unread_pause:
             readings = [self._latest.pop(p, None) for p in alive]
             # A pool some of whose workers exited is shutting down (or broken): its sum
             # is no pool's memory, and read in a pause it would look like a fall.

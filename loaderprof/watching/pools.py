@@ -361,10 +361,15 @@ class Activity:
         if reading is not None and self._idle_since is not None:
             self._reading = reading
 
-    @property
-    def working(self) -> bool:
-        """Busy at the last tick fed: an idle tick now may begin a pause."""
-        return self._busy
+    def unread_pause(self, t_s: float) -> bool:
+        """Idle long enough by `t_s` to be a pause, with no reading in it yet."""
+        idle_since = self._idle_since
+        return (
+            not self._busy
+            and idle_since is not None
+            and t_s - idle_since >= self.pause_min_s
+            and self._reading is None
+        )
 
     def _pause_over(self, t_s: float) -> bool:
         """The idle run that just ended was a pause: keep its reading."""

@@ -4,6 +4,8 @@ segments, temporary files, locks) must not outlive loaderprof's trials."""
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -29,9 +31,15 @@ def _log(what):
         f.write(f"{what} {os.getpid()}\\n")
 
 
+def _fail():
+    os._exit(3)  # a clean-up that ends the process its own way
+
+
 class Owning(Dataset):
     def __init__(self):
         _log("built")
+        if os.environ.get("LP_FAIL_AT_EXIT"):
+            atexit.register(_fail)  # runs after the handler below (last in, first out)
         atexit.register(_log, "cleaned")
 
     def __len__(self):
@@ -79,12 +87,35 @@ def test_a_datasets_exit_handlers_run_in_every_trial(tmp_path: Path) -> None:
     assert_nothing_left()
 
 
-def test_a_stopped_commands_clean_up_runs_in_every_trial(tmp_path: Path) -> None:
-    # The script would run 20 epochs: each trial is stopped after 2 of them.
+def test_an_exit_handler_that_ends_the_process_fails_no_trial(tmp_path: Path) -> None:
     log = _write(tmp_path)
+    out = tmp_path / "r.json"
+    run = run_cli(
+        "compare",
+        "lp_owning:Owning",
+        *("--epochs", "2", "--trials", "1", "--num-workers", "2", "--json", str(out)),
+        cwd=tmp_path,
+        env={"LP_CLEAN_LOG": str(log), "LP_FAIL_AT_EXIT": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(out.read_text())
+    trials = [t for arm in report["arms"].values() for t in arm["trials"]]
+    assert trials and all(t["complete"] and t["error"] is None for t in trials)
+    # Its figures end at the trial's last event, before the handlers ran.
+    assert all(t["wall_parts"]["exit_s"] < 1.0 for t in trials)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_stopped_commands_clean_up_runs_in_every_trial(tmp_path: Path, wrapped: bool) -> None:
+    # The script would run 20 epochs: each trial is stopped after 2 of them. Wrapped
+    # in a shell, as a terminal's Ctrl-C reaches it: the whole group gets SIGINT.
+    log = _write(tmp_path)
+    command = (sys.executable, "train.py", "20")
+    if wrapped:
+        command = ("bash", "-c", f"{shlex.join(command)}; echo done")
     run = run_cli(
         *("compare", "--epochs", "2", "--trials", "1", "--"),
-        *(sys.executable, "train.py", "20"),
+        *command,
         cwd=tmp_path,
         env={"LP_CLEAN_LOG": str(log), "PYTHONPATH": str(tmp_path)},
     )

@@ -137,10 +137,14 @@ def test_growth_is_per_epoch_where_a_pause_went_unread() -> None:
     assert growth.evidence["after_epochs"] == [1, 3, 4]
     assert "up to 25.0 MiB more private memory after every epoch" in growth.title
     assert "pool P1 after epochs 1, 3, 4: 45.0 MiB → 95.0 MiB → 120.0 MiB" in growth.title
+    # The rule counts readings; the words say so beside the epochs they reach.
+    assert "too few pauses read to tell whether it levels off (3 of 4; 10" in growth.title
+    assert (growth.evidence["epochs_seen"], growth.evidence["pauses_read"]) == (4, 3)
     # The same readings one epoch apart are 37.5 MiB an epoch, and say no epochs.
     (apart,) = _report((_persistent(uss, tuple(300 * MIB + v for v in uss), (1, 2, 3)),)).findings
     assert apart.evidence["growth_bytes_per_epoch"] == int(37.5 * MIB)
     assert "after epochs" not in apart.title
+    assert "too few epochs to tell" in apart.title and "pauses_read" not in apart.evidence
 
 
 def test_growth_below_the_minimum_per_epoch_once_unread_pauses_count() -> None:
@@ -260,3 +264,13 @@ def test_the_attach_schema_names_every_field() -> None:
     for cls in (AttachedPool, AttachedGeneration, AttachedWorker, Helper):
         props = schema["$defs"][cls.__name__]["properties"]
         assert set(props) == {f.name for f in dataclasses.fields(cls)}, cls.__name__
+
+
+def test_growth_still_rising_names_the_epochs_it_reaches_and_the_pauses_read() -> None:
+    # Ten readings, every other epoch's pause: 5 MiB an epoch over 19 epochs.
+    after = tuple(range(1, 20, 2))
+    uss = tuple(100 * MIB + i * 10 * MIB for i in range(10))
+    (growth,) = _report((_persistent(uss, tuple(300 * MIB + v for v in uss), after),)).findings
+    assert growth.severity == "warning"
+    assert "still rising after 19 epochs (10 of their pauses read)" in growth.title
+    assert growth.evidence["growth_bytes_per_epoch"] == 5 * MIB
