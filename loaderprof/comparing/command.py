@@ -27,6 +27,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from loaderprof.analysis.gates import Gate
 from loaderprof.analysis.stats import CONFIDENCE, estimate_ratio, plan_confidence, plan_ends
@@ -39,8 +40,9 @@ from loaderprof.comparing.session import plan_outcome
 from loaderprof.config.build import check_epochs
 from loaderprof.config.run import AUTO, RunConfig, Schedule
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
+from loaderprof.inside import procfs
 from loaderprof.inside.clock import NS
-from loaderprof.inside.events import EventReader
+from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning
@@ -242,8 +244,9 @@ class CommandRunner:
                 # Nothing read while the command winds down belongs to its epochs.
                 if tree.sampler is not None:
                     tree.sampler.stop()
-                _stop(proc, tree)
-            trace.feed([ev for ev in reader.read_new() if ev["t"] <= t_end])
+                mains = {ev["pid"] for ev in trace.events if ev["ev"] == Ev.LOADER_CREATED}
+                late = _stop(proc, tree, reader, mains)
+            trace.feed([ev for ev in [*late, *reader.read_new()] if ev["t"] <= t_end])
         return returncode, stopped, leaked, t_end
 
     def _failed(
@@ -293,17 +296,34 @@ def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.
 # framework's interrupt handling): mosaicml-streaming's /dev/shm segments, temporary
 # files and locks would otherwise outlive every trial on the user's machine. What has
 # not ended within STOP_GRACE_S (a command that ignores SIGINT) is killed, with every
-# process of its tree. The trial ends, for every figure, when the stop began.
+# process of its tree. The stop comes as an epoch ends, when a non-persistent loader
+# forks its next workers, so two races are met. A worker still starting, before torch
+# makes it ignore SIGINT, would die of it, and the main process would wait for its
+# batch until torch's 5 s status check: the DataLoader processes' own workers are
+# spared (they end with their loader). And a SIGINT that lands in the fork itself raises
+# inside an at-fork handler, where Python prints and drops it, and the loop trains on:
+# where the main loader starts another epoch or batch after the signal, it is sent
+# again (as a user presses Ctrl-C again). The trial ends, for every figure, when the
+# stop began.
 STOP_GRACE_S = 5.0
+_LOOP_WENT_ON = frozenset({Ev.ITER_START, Ev.ITER_FIRST_BATCH})
 
 
-def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
-    """The command stopped as NOTE [stopping a command] says; nothing of it left."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGINT)
+def _stop(
+    proc: subprocess.Popen[bytes], tree: ProcessTree, reader: EventReader, mains: set[int]
+) -> list[dict[str, Any]]:
+    """The command stopped as NOTE [stopping a command] says; nothing of it left. The
+    events read meanwhile. `mains`: the processes that built a DataLoader."""
+    read: list[dict[str, Any]] = []
+    deadline = time.monotonic() + STOP_GRACE_S
+    sent = 0
+    while proc.poll() is None and time.monotonic() < deadline:
+        if sent == 0 or any(ev["ev"] in _LOOP_WENT_ON and ev["t"] > sent for ev in read):
+            sent = time.monotonic_ns()
+            _interrupt(proc.pid, mains)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=STOP_GRACE_S)
+            proc.wait(timeout=_POLL_S * 5)
+        read += reader.read_new()
     # Reaped: its pid, and an empty group's, may be anyone's now.
     tree.reaped = proc.poll() is not None
     tree.kill_all()
@@ -313,6 +333,17 @@ def _stop(proc: subprocess.Popen[bytes], tree: ProcessTree) -> None:
     for pid in tree.survivors():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    return read
+
+
+def _interrupt(root: int, mains: set[int]) -> None:
+    """SIGINT to the command's group, as a terminal's Ctrl-C, but for the workers of
+    the processes that built a DataLoader (NOTE [stopping a command])."""
+    for pid in procfs.group_members(root):
+        if procfs.ppid(pid) in mains:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)
 
 
 def _arm(trials: Sequence[CommandTrial], max_batches: int | None = None) -> ArmFigures:
