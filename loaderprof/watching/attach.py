@@ -288,7 +288,7 @@ class Observer:
         # so that each pause has its reading rather than only those a deep tick falls
         # in (NOTE [pauses not read]); an idle pool's walk slows no batch, and an idle
         # dip inside an epoch is too short to be read.
-        unread_pause = not busy and pool.activity.unread_pause(now)
+        unread_pause = not busy and pool.activity.take_pause_reading(now)
         if unread_pause and not deep:
             for pid in alive:
                 proc = self.procs.get(pid)

@@ -349,27 +349,35 @@ class Activity:
     _busy: bool = False
     _idle_since: float | None = None
     _reading: tuple[int, int] | None = None
+    # The pause's own reading was taken (`take_pause_reading`): once a pause.
+    _looked: bool = False
 
     def feed(self, t_s: float, busy: bool, reading: tuple[int, int] | None) -> None:
         if busy:
             if not self._busy and (self.busy_runs == 0 or self._pause_over(t_s)):
                 self.busy_runs += 1
             self._busy, self._idle_since, self._reading = True, None, None
+            self._looked = False
             return
         if self._busy:
             self._busy, self._idle_since = False, t_s
         if reading is not None and self._idle_since is not None:
             self._reading = reading
 
-    def unread_pause(self, t_s: float) -> bool:
-        """Idle long enough by `t_s` to be a pause, with no reading in it yet."""
+    def take_pause_reading(self, t_s: float) -> bool:
+        """Idle long enough by `t_s` to be a pause with no reading in it yet: true once a
+        pause (a reading that fails, a pool with a worker gone, is not tried again at
+        every tick of a long idle)."""
         idle_since = self._idle_since
-        return (
+        due = (
             not self._busy
+            and not self._looked
             and idle_since is not None
             and t_s - idle_since >= self.pause_min_s
             and self._reading is None
         )
+        self._looked = self._looked or due
+        return due
 
     def _pause_over(self, t_s: float) -> bool:
         """The idle run that just ended was a pause: keep its reading."""

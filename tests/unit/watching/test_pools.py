@@ -245,3 +245,17 @@ def test_workers_that_leave_their_pool_early_by_themselves_stay_in_it() -> None:
     slow.exited(20, 6.0)
     slow.exited(21, 7.0)
     assert slow.split(9.0) == [] and pair.pids == [20, 21]
+
+
+def test_a_pause_asks_for_its_own_reading_once() -> None:
+    """See NOTE [pauses not read]. `watch --pid` reads a pool once it has been idle a
+    pause's length; a reading that failed is not tried again at every idle tick."""
+    activity = Activity(pause_min_s=0.25)
+    asked = []
+    t = 0.0
+    for mark in "BBiiiiiiiBBiiiiii":
+        t += 0.1
+        asked.append(mark == "i" and activity.take_pause_reading(t))
+        activity.feed(t, mark == "B", None)  # no reading comes: it failed
+    # Asked once in each pause, once idle 0.25 s (ticks 0.1 s apart); never in an epoch.
+    assert [i for i, a in enumerate(asked) if a] == [5, 14]
