@@ -12,6 +12,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from loaderprof.model.results import ARM_LABEL, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
@@ -239,29 +240,61 @@ def check_idle_workers(report: Report) -> list[Finding]:
 # See NOTE [worker threads]. The share of a core a worker's other threads must want, on
 # the median worker, for the oversubscription to be theirs (not too many workers).
 THREAD_MIN_DEMAND = 0.25
+_LESS_OTHERS = ", less other processes' share of the wait"
+
+
+@dataclass(frozen=True)
+class _Demand:
+    per_worker: float  # cores, the median worker's
+    threads: float  # the part of it beyond the main thread
+    # The share of their run-queue wait the pool's own load caused (1: all of it).
+    own_share: float
+
+
+def _own_demand(workers: list[WorkerResult], n: int, others: float) -> _Demand:
+    """See NOTE [worker threads]. A computing thread's run-queue wait is lengthened by
+    every runnable thread ahead of it, the pool's and other processes' alike: the wait
+    counts in proportion to the cores the pool ran on (n × the median worker's CPU
+    time) against those other processes kept busy (`other_cpu_cores`), so a CPU hog
+    beside the run does not make the workers' threads oversubscribed."""
+    share = 1.0
+    if others > 0 and all(w.cpu_wait is not None for w in workers):
+        ran = n * statistics.median((w.cpu_demand or 0.0) - (w.cpu_wait or 0.0) for w in workers)
+        share = ran / (ran + others) if ran > 0 else 1.0
+    cut = 1.0 - share
+    return _Demand(
+        per_worker=statistics.median(
+            (w.cpu_demand or 0.0) - cut * (w.cpu_wait or 0.0) for w in workers
+        ),
+        threads=statistics.median(
+            (w.thread_cpu_demand or 0.0) - cut * (w.thread_cpu_wait or 0.0) for w in workers
+        ),
+        own_share=share,
+    )
 
 
 def check_threads(report: Report) -> list[Finding]:
     """See NOTE [worker threads]. Oversubscription is CPU demand above the CPUs the process
     may use: the cores the workers' threads wanted (run + run-queue wait, measured in
-    each worker), summed over the pool, above `cpus_usable`, with the workers' own
-    extra threads wanting a share of it (12 workers × 16 OpenCV threads, PyTorch issue
-    #82219). A thread that woke now and then (a library's polling thread) wants almost
-    nothing and is not oversubscription, however many there are."""
+    each worker, less other processes' share of the wait), summed over the pool, above
+    `cpus_usable`, with the workers' own extra threads wanting a share of it (12
+    workers × 16 OpenCV threads, PyTorch issue #82219). A thread that woke now and then
+    (a library's polling thread) wants almost nothing and is not oversubscription,
+    however many there are."""
     cpus = report.environment.get("cpus_usable") or report.environment.get("cpu_count")
+    others = float(report.environment.get("other_cpu_cores") or 0.0)
+    n = report.config.loader.num_workers
     arms = []
     for arm in report.arms.values():
         workers = [
             w for t in arm.trials if t.epochs for w in _train(t.workers) if w.cpu_demand is not None
         ]
         if workers:
-            arms.append((arm.name, workers))
+            arms.append((arm.name, workers, _own_demand(workers, n, others)))
     if not arms or not cpus:
         return []
-    n = report.config.loader.num_workers
-    name, workers = max(arms, key=lambda a: statistics.median(w.cpu_demand or 0 for w in a[1]))
-    per_worker = statistics.median(w.cpu_demand or 0.0 for w in workers)
-    extra = statistics.median(w.thread_cpu_demand or 0.0 for w in workers)
+    name, workers, demand = max(arms, key=lambda a: a[2].per_worker)
+    per_worker, extra = demand.per_worker, demand.threads
     if n * per_worker <= cpus or extra < THREAD_MIN_DEMAND:
         return []
     torch_threads = max(w.torch_threads or 1 for w in workers)
@@ -275,8 +308,8 @@ def check_threads(report: Report) -> list[Finding]:
             id="thread-oversubscription",
             severity="warning",
             title=f"{plural(n, 'worker')} each want {per_worker:.1f} cores (their threads' CPU "
-            "time and "
-            f"run-queue wait; {extra:.1f} of it beyond the main thread): "
+            f"time and run-queue wait{_LESS_OTHERS if demand.own_share < 1 else ''}; "
+            f"{extra:.1f} of it beyond the main thread): "
             f"{n * per_worker:.1f} cores wanted on {plural(cpus, 'usable CPU')}, so they take "
             "turns",
             evidence={
@@ -290,6 +323,8 @@ def check_threads(report: Report) -> list[Finding]:
                 "torch_threads_in_workers": torch_threads,
                 "thread_origins": origins,
                 "cpus_usable": cpus,
+                "other_cpu_cores": others,
+                "own_share_of_wait": round(demand.own_share, 3),
             },
             fix=_threads_fix(origins, torch_threads),
         )

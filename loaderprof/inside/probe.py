@@ -308,11 +308,13 @@ def _thread_demand() -> dict[int, tuple[int, int, int]]:
 _CPU_BOUND_SLICE_NS = 250_000
 
 
-def _wanted(now: tuple[int, int, int], base: tuple[int, int, int]) -> int:
+def _wanted(now: tuple[int, int, int], base: tuple[int, int, int]) -> tuple[int, int]:
+    """What a thread wanted: the nanoseconds it ran, and those it waited in the run
+    queue that count as demand."""
     run, wait, slices = (max(0, a - b) for a, b in zip(now, base, strict=True))
     if slices and run / slices >= _CPU_BOUND_SLICE_NS:
-        return run + wait
-    return run
+        return run, wait
+    return run, 0
 
 
 def _origin(tid: int, python: dict[int, Any]) -> str:
@@ -382,23 +384,28 @@ def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
     """See NOTE [worker threads]. The cores this worker's threads wanted on average since
     its init (a computing thread's run + run-queue wait, another's run, over the wall
     time): its main thread's, and its other threads' (plumbing left out: every worker
-    has it). A thread can want at most one core, however busy the machine, so a CPU
-    hog beside the run does not raise it."""
+    has it), with the run-queue wait inside each: another process's load lengthens
+    that wait too, and the check takes its share out (NOTE [worker threads])."""
     if _init_ns is None:
         return {}
     wall = time_ns() - _init_ns
     if wall <= 0:
         return {}
-    main, other = 0, 0
+    # [run, wait] of the main thread, then of the others.
+    main, other = [0, 0], [0, 0]
     for tid, now in _thread_demand().items():
         if tid in plumbing:
             continue
-        used = _wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
-        if tid == pid:
-            main += used
-        else:
-            other += used
-    return {"main_demand": round(main / wall, 4), "thread_demand": round(other / wall, 4)}
+        run, wait = _wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
+        into = main if tid == pid else other
+        into[0] += run
+        into[1] += wait
+    return {
+        "main_demand": round(sum(main) / wall, 4),
+        "thread_demand": round(sum(other) / wall, 4),
+        "main_wait": round(main[1] / wall, 4),
+        "thread_wait": round(other[1] / wall, 4),
+    }
 
 
 _OWN = ("inner", "events_path", "epoch_counter")

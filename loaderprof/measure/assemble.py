@@ -349,6 +349,8 @@ def _thread_demand(threads: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "cpu_demand": round(float(peak["main_demand"]) + float(peak["thread_demand"]), 4),
         "thread_cpu_demand": float(peak["thread_demand"]),
+        "cpu_wait": round(float(peak["main_wait"]) + float(peak["thread_wait"]), 4),
+        "thread_cpu_wait": float(peak["thread_wait"]),
         "thread_origins": origins,
     }
 

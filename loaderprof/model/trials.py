@@ -111,6 +111,10 @@ class WorkerResult:
     # ("python:MODULE" for a Python thread's target, "native:COMM" for a native pool).
     cpu_demand: float | None = None
     thread_cpu_demand: float | None = None
+    # The run-queue wait inside each (cores): what another process's load lengthens
+    # too. None in reports written before it was kept.
+    cpu_wait: float | None = None
+    thread_cpu_wait: float | None = None
     thread_origins: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # See NOTE [held at init]. Open files, network connections and child processes the
     # worker held as its init began, before any of the user's code ran in it.

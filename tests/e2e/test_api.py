@@ -54,6 +54,8 @@ _VOLATILE_KEYS = {
     # The cores a worker's threads wanted, and which of them were busy enough to name.
     "cpu_demand",
     "thread_cpu_demand",
+    "cpu_wait",
+    "thread_cpu_wait",
     "thread_origins",
 }
 

@@ -115,6 +115,9 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     assert ev["compute_threads_per_worker"] == threads + 1
     assert ev["cpus_usable"] == cpus == report["environment"]["cpus_usable"]
     assert ev["cpu_demand_total"] > cpus
+    # See NOTE [worker threads]. Beside other processes' load the run-queue wait counts
+    # in part; a pool this large still wants more than the cores.
+    assert 0 < ev["own_share_of_wait"] <= 1
     assert ev["torch_threads_in_workers"] == 1
     # The fix names what started the busy threads: a ThreadPoolExecutor.
     assert ev["thread_origins"] == {"python:concurrent.futures.thread": threads}

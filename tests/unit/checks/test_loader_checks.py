@@ -182,6 +182,8 @@ def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
         compute=2,
         main_demand=0.35,
         thread_demand=0.01,
+        main_wait=0.0,
+        thread_wait=0.0,
         origins={"python:streaming.base.dataset": 1},
     )
     assert check_threads(polling) == []
@@ -189,12 +191,49 @@ def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
         compute=5,
         main_demand=0.9,
         thread_demand=2.6,
+        main_wait=0.1,
+        thread_wait=1.6,
         origins={"python:concurrent.futures.thread": 4},
     )
     (f,) = check_threads(pool)
     assert f.evidence["cpu_demand_total"] == pytest.approx(7.0)
     assert "concurrent.futures.thread" in f.fix and "OMP_NUM_THREADS" not in f.fix
     assert "3.5 cores" in f.title
+
+
+def test_the_wait_another_process_caused_is_not_the_workers_demand() -> None:
+    """See NOTE [worker threads]. 2 workers whose threads ran 0.5 of a core each and waited
+    0.55 in the run queue: on a 2-core machine that the run alone used, they wanted 2.1
+    cores; beside a CPU hog that kept one core busy, the pool caused half of the wait."""
+
+    def beside(others: float, workers: int = 2) -> Report:
+        events = _with_threads(
+            _spawned_events(0.0, MiB),
+            compute=2,
+            main_demand=0.6,
+            thread_demand=0.45,
+            main_wait=0.3,
+            thread_wait=0.25,
+            origins={"native:decoder": 1},
+        )
+        report = _report(events)
+        env = {**report.environment, "cpus_usable": 2, "other_cpu_cores": others}
+        loader = dataclasses.replace(report.config.loader, num_workers=workers)
+        config = dataclasses.replace(report.config, loader=loader)
+        return dataclasses.replace(report, environment=env, config=config)
+
+    (alone,) = check_threads(beside(0.0))
+    assert alone.evidence["cpu_demand_total"] == pytest.approx(2.1)
+    assert alone.evidence["own_share_of_wait"] == 1.0
+    assert "less other processes" not in alone.title
+    # The pool ran 2 × 0.5 cores beside the hog's 1.0: its share of the wait is a half,
+    # so each worker wants 0.5 + 0.55 / 2 cores, 1.55 in all.
+    assert check_threads(beside(1.0)) == []
+    # 3 such workers ran 1.5 cores: 0.6 of the wait was theirs, and they want 2.5.
+    (heavier,) = check_threads(beside(1.0, workers=3))
+    assert heavier.evidence["own_share_of_wait"] == pytest.approx(0.6)
+    assert heavier.evidence["cpu_demand_per_worker"] == pytest.approx(0.5 + 0.55 * 0.6)
+    assert "less other processes' share of the wait" in heavier.title
 
 
 def test_a_worker_that_makes_no_batch_in_any_epoch_is_idle() -> None:
