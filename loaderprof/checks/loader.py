@@ -244,14 +244,14 @@ _LESS_OTHERS = ", less other processes' share of the wait"
 
 
 @dataclass(frozen=True)
-class _Demand:
+class ThreadDemand:
     per_worker: float  # cores, the median worker's
     threads: float  # the part of it beyond the main thread
     # The share of their run-queue wait the pool's own load caused (1: all of it).
     own_share: float
 
 
-def _own_demand(workers: list[WorkerResult], n: int, others: float) -> _Demand:
+def own_demand(workers: list[WorkerResult], n: int, others: float) -> ThreadDemand:
     """See NOTE [worker threads]. A computing thread's run-queue wait is lengthened by
     every runnable thread ahead of it, the pool's and other processes' alike: the wait
     counts in proportion to the cores the pool ran on (n × the median worker's CPU
@@ -262,7 +262,7 @@ def _own_demand(workers: list[WorkerResult], n: int, others: float) -> _Demand:
         ran = n * statistics.median((w.cpu_demand or 0.0) - (w.cpu_wait or 0.0) for w in workers)
         share = ran / (ran + others) if ran > 0 else 1.0
     cut = 1.0 - share
-    return _Demand(
+    return ThreadDemand(
         per_worker=statistics.median(
             (w.cpu_demand or 0.0) - cut * (w.cpu_wait or 0.0) for w in workers
         ),
@@ -290,7 +290,7 @@ def check_threads(report: Report) -> list[Finding]:
             w for t in arm.trials if t.epochs for w in _train(t.workers) if w.cpu_demand is not None
         ]
         if workers:
-            arms.append((arm.name, workers, _own_demand(workers, n, others)))
+            arms.append((arm.name, workers, own_demand(workers, n, others)))
     if not arms or not cpus:
         return []
     name, workers, demand = max(arms, key=lambda a: a[2].per_worker)
