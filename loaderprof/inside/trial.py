@@ -502,9 +502,9 @@ def main(argv: list[str] | None = None) -> None:
             message=exc.message,
             detail=exc.detail or traceback.format_exc(),
         )
-        _finish(ExitCode.USAGE)
+        _finish(events_path, ExitCode.USAGE)
     except SystemExit as exc:
-        _finish(exc.code if isinstance(exc.code, int) else ExitCode.RUN_FAILED)
+        _finish(events_path, exc.code if isinstance(exc.code, int) else ExitCode.RUN_FAILED)
     except BaseException as exc:
         events.emit(
             events_path,
@@ -514,9 +514,9 @@ def main(argv: list[str] | None = None) -> None:
             message=one_line(exc),
             detail=traceback.format_exc(),
         )
-        _finish(ExitCode.RUN_FAILED)
+        _finish(events_path, ExitCode.RUN_FAILED)
     events.emit(events_path, Ev.TRIAL_END)
-    _finish(ExitCode.OK)
+    _finish(events_path, ExitCode.OK)
 
 
 # NOTE [no teardown]: the loader is closed and every event is written, so the trial
@@ -527,11 +527,15 @@ def main(argv: list[str] | None = None) -> None:
 # nothing the process's end does not, and is skipped; the parent's process-group kill
 # ends what is left (forkserver, resource tracker). Handlers that hang are cut after
 # EXIT_HANDLERS_S (inside/spec.py), by the child or, if a handler holds the GIL, by the
-# parent: the trial is complete either way, and its figures end at its last event.
+# parent, counting from the EXITING event (after an error too): a trial that ended is
+# complete either way, one that failed keeps its own error, and the figures end at the
+# trial's last event.
 
 
-def _finish(code: int) -> None:
-    """The user's exit handlers, then the end (NOTE [no teardown])."""
+def _finish(events_path: str, code: int) -> None:
+    """The user's exit handlers, then the end (NOTE [no teardown]): after an error too,
+    where the parent's cut starts from the same event."""
+    events.emit(events_path, Ev.EXITING, code=code)
     cut = threading.Timer(EXIT_HANDLERS_S, _exit_now, args=(code,))
     cut.daemon = True
     cut.start()

@@ -320,7 +320,7 @@ def _follow(
     while proc.poll() is None:
         for ev in reader.read_new():
             watch.events.append(ev)
-            if ev["ev"] == Ev.TRIAL_END:
+            if ev["ev"] == Ev.EXITING:
                 # Its exit handlers run now (NOTE [no teardown]); one that blocks the
                 # child's own cut (holding the GIL) is cut here.
                 ended = True
