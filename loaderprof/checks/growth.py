@@ -103,13 +103,15 @@ def memory_growth(
     evidence: Mapping[str, Any],
     arm: str | None = None,
     after: Mapping[str, Sequence[int]] | None = None,
+    read: int | None = None,
 ) -> Finding:
     """Every persistent worker or pool (by name) whose memory between epochs grows
     after every epoch, with new memory (RSS) behind it (`new_memory`). `after`: the
-    epoch each reading followed, by name, where a pause may have gone unread."""
+    epoch each reading followed, by name, where a pause may have gone unread. `read`:
+    the pauses read, where a long watch merged them (NOTE [bounded series])."""
     after = after or {}
     names = list(grown)
-    read = max(len(s) for s, _ in grown.values())
+    read = read or max(len(s) for s, _ in grown.values())
     # The epochs the readings reach (the last read after), where they are known.
     epochs = max((a[-1] for a in after.values() if a), default=read)
     severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs, read)

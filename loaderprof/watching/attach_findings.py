@@ -91,6 +91,7 @@ def check_growth(pools: Sequence[AttachedPool]) -> list[Finding]:
                 "use, inferred, not seen",
             },
             after={f"pool {pool.id}": after},
+            read=pool.idle_pauses_read,
         )
         if found.severity != "warning":
             # A running job's epochs are not ours to set: the way to tell is to watch on.

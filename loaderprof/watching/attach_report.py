@@ -20,7 +20,7 @@ from loaderprof.model.environment import SCHEMA_VERSION, environment
 from loaderprof.version import __version__
 from loaderprof.watching.attach import Observer, Proc
 from loaderprof.watching.attach_findings import find
-from loaderprof.watching.pools import Pool, lineages
+from loaderprof.watching.pools import Bounded, Pool, lineages
 
 # A command line shown for a helper: its start, enough to tell what it is.
 _SHOWN_COMMAND = 60
@@ -70,6 +70,11 @@ def _epochs(chain: list[Pool]) -> tuple[int, str | None]:
     return runs, "CPU activity" if runs else None
 
 
+def _read(pauses: Bounded) -> int | None:
+    """How many pauses were read, where merging left fewer rows (NOTE [bounded series])."""
+    return pauses.added if pauses.added > len(pauses.rows) else None
+
+
 def _pool(index: int, chain: list[Pool], procs: dict[int, Proc]) -> AttachedPool:
     first = chain[0]
     epochs, source = _epochs(chain)
@@ -92,6 +97,7 @@ def _pool(index: int, chain: list[Pool], procs: dict[int, Proc]) -> AttachedPool
         idle_uss_by_epoch=tuple(v[0] for _, v in pauses if v[0] is not None),
         idle_rss_by_epoch=tuple(v[1] for _, v in pauses if v[1] is not None),
         idle_after_epochs=tuple(int(e) for e, _ in pauses),
+        idle_pauses_read=_read(first.activity.pauses) if single else None,
     )
 
 

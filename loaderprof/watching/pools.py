@@ -99,7 +99,9 @@ def _python(name: str) -> bool:
 # NOTE [bounded series]: a watch of hours at 50 ms would keep hundreds of thousands of
 # readings. A series keeps at most SERIES_POINTS buckets: when full, neighbours merge,
 # each bucket's time its first and each value its largest, so every peak survives
-# (the resolution halves, never the height).
+# (the resolution halves, never the height). A series of pauses names a bucket by its
+# last epoch, after which a growing pool's largest reading was taken, and counts the
+# pauses it read apart from the buckets it keeps.
 
 
 @dataclass
@@ -108,20 +110,23 @@ class Bounded:
 
     points: int = SERIES_POINTS
     rows: list[tuple[float, tuple[int | None, ...]]] = field(default_factory=list)
+    # A merged bucket's time: its last reading's (pauses), else its first's.
+    name_by_last: bool = False
+    # Readings added, merged or not.
+    added: int = 0
     # Readings per bucket now (doubles at each merge) and in the last bucket so far.
     per_bucket: int = 1
     _in_last: int = 0
 
     def add(self, t_s: float, values: tuple[int | None, ...]) -> None:
+        self.added += 1
         if self.rows and self._in_last < self.per_bucket:
             t0, old = self.rows[-1]
-            self.rows[-1] = (t0, most_each(old, values))
+            self.rows[-1] = (t_s if self.name_by_last else t0, most_each(old, values))
             self._in_last += 1
             return
         if len(self.rows) >= self.points:
-            self._halve()
-            self.add(t_s, values)
-            return
+            self._halve()  # whose last bucket counts as full
         self.rows.append((t_s, values))
         self._in_last = 1
 
@@ -129,7 +134,7 @@ class Bounded:
         merged = []
         for i in range(0, len(self.rows), 2):
             pair = self.rows[i : i + 2]
-            t0 = pair[0][0]
+            t0 = pair[-1][0] if self.name_by_last else pair[0][0]
             vals = pair[0][1]
             for _, other in pair[1:]:
                 vals = most_each(vals, other)
@@ -343,7 +348,7 @@ class Activity:
     pause_min_s: float = PAUSE_MIN_S
     busy_runs: int = 0
     # (uss, rss) of the pool in each pause, bounded as any series (NOTE [bounded series]).
-    pauses: Bounded = field(default_factory=Bounded)
+    pauses: Bounded = field(default_factory=lambda: Bounded(name_by_last=True))
     # Each pause's USS, for the median held while idle.
     idle_uss: list[int] = field(default_factory=list)
     _busy: bool = False

@@ -147,6 +147,20 @@ def test_growth_is_per_epoch_where_a_pause_went_unread() -> None:
     assert "too few epochs to tell" in apart.title and "pauses_read" not in apart.evidence
 
 
+def test_a_long_watchs_merged_pauses_were_all_read() -> None:
+    """See NOTE [bounded series]. 1100 pauses read, kept as 275 buckets of 4 (each named by
+    its last epoch): 5 MiB an epoch, and no pause said to be unread."""
+    after = tuple(range(4, 1101, 4))
+    uss = tuple(5 * e * MIB for e in after)
+    pool = dataclasses.replace(
+        _persistent(uss, tuple(300 * MIB + v for v in uss), after), idle_pauses_read=1100
+    )
+    (growth,) = _report((pool,)).findings
+    assert growth.evidence["growth_bytes_per_epoch"] == 5 * MIB
+    assert "still rising after 1100 epochs" in growth.title and "read" not in growth.title
+    assert "pauses_read" not in growth.evidence
+
+
 def test_growth_below_the_minimum_per_epoch_once_unread_pauses_count() -> None:
     # 10 MiB a reading rises steadily (above the 4 MiB minimum); over 9 epochs it is
     # 20 / 9 = 2.2 MiB an epoch, below it.

@@ -259,3 +259,16 @@ def test_a_pause_asks_for_its_own_reading_once() -> None:
         activity.feed(t, mark == "B", None)  # no reading comes: it failed
     # Asked once in each pause, once idle 0.25 s (ticks 0.1 s apart); never in an epoch.
     assert [i for i, a in enumerate(asked) if a] == [5, 14]
+
+
+def test_a_long_watchs_pauses_merge_named_by_their_last_epoch() -> None:
+    """See NOTE [bounded series]. A pool growing 1 MiB an epoch for 1100 epochs: each
+    merged bucket holds its larger reading, the later epoch's, and is named by it."""
+    activity = Activity(pause_min_s=0.3)
+    for epoch in range(1, 1101):
+        _feed(activity, "B")
+        activity.pauses.add(float(epoch), (epoch * 2**20, 300 * 2**20 + epoch * 2**20))
+    rows = activity.pauses.rows
+    assert len(rows) <= SERIES_POINTS < activity.pauses.added == 1100
+    assert all(uss == int(epoch) * 2**20 for epoch, (uss, _) in rows)
+    assert rows[-1][0] == 1100.0
