@@ -11,7 +11,9 @@ nothing here depends on object identity or addresses:
 * tensors and arrays become "<kind>(shape, dtype)#<digest>", of every byte when
   small and of a strided sample of their elements when large;
 * containers and other objects become "<type>#<digest of their pickle>", of a
-  head and tail sample when they are long; an object whose pickle passes 1 MiB
+  head and tail sample of every long container in them, at any depth (`_canonical`:
+  reading an object writes its reference count, copying its page into a forked
+  worker); an object whose pickle passes 1 MiB
   (a DataFrame, a whole inner Dataset) is named with its length, not digested,
   so fingerprinting costs little and copies nothing large;
 * what cannot be pickled is named in `skipped` and left out.
@@ -81,19 +83,72 @@ class _HashWriter:
         return len(data)
 
 
+def _ends(items: Any, n: int) -> list[Any]:
+    """A long sequence's head and tail (SAMPLE_ITEMS each); a short one whole."""
+    if n <= 2 * SAMPLE_ITEMS:
+        return list(items)
+    if isinstance(items, (list, tuple)):
+        return [*items[:SAMPLE_ITEMS], *items[-SAMPLE_ITEMS:]]
+    return [
+        *itertools.islice(items, SAMPLE_ITEMS),
+        *reversed(list(itertools.islice(reversed(items), SAMPLE_ITEMS))),
+    ]
+
+
 def _canonical(obj: Any, depth: int = 0) -> Any:
-    """Sets in sorted order, inside the containers that hold them: a set's iteration
-    order follows the hash seed, which differs between the main process and
-    spawned workers (pickle's own hooks are not called for sets)."""
+    """What is digested of a container, at every depth: a long one's length, head and
+    tail, so that a digest reads a bounded number of objects. Reading an object writes
+    its reference count, and under fork that copies the page it lives on into the
+    worker (NOTE [copy-on-read]): a whole walk of a list of millions made each worker
+    tens of MiB larger than the user's training would. Sets in sorted order: a set's
+    iteration order follows the hash seed, which differs between the main process and
+    spawned workers (pickle's own hooks are not called for sets); a long one by its
+    length alone (no order to sample)."""
     if depth > 4:
         return obj
+    name = type(obj).__name__
     if isinstance(obj, (set, frozenset)):
-        return (type(obj).__name__, sorted((_canonical(v, depth + 1) for v in obj), key=repr))
+        if len(obj) > 2 * SAMPLE_ITEMS:
+            return (name, len(obj))
+        return (name, sorted((_canonical(v, depth + 1) for v in obj), key=repr))
     if isinstance(obj, dict):
-        return {k: _canonical(v, depth + 1) for k, v in obj.items()}
+        pairs = _ends(obj.items(), len(obj))
+        return (name, len(obj), [(k, _canonical(v, depth + 1)) for k, v in pairs])
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_canonical(v, depth + 1) for v in obj)
-    return obj
+        return (name, len(obj), [_canonical(v, depth + 1) for v in _ends(obj, len(obj))])
+    state = _plain_state(obj)
+    return obj if state is None else (type(obj).__qualname__, _canonical(state, depth + 1))
+
+
+_OBJECT_HOOKS = (
+    object.__reduce_ex__,
+    object.__reduce__,
+    getattr(object, "__getstate__", None),  # Python ≥ 3.11
+)
+
+
+# A class defined in Python (Py_TPFLAGS_HEAPTYPE), not in C.
+_HEAPTYPE = 1 << 9
+
+
+def _plain_state(obj: Any) -> dict[str, Any] | None:
+    """The attributes of an instance that pickles as them (a Python class over
+    `object`, with no pickling hooks of its own and no slots): what its pickle would
+    walk, to be sampled as a dict is."""
+    cls = type(obj)
+    hooks = (
+        getattr(cls, "__reduce_ex__", None),
+        getattr(cls, "__reduce__", None),
+        getattr(cls, "__getstate__", None),
+    )
+    if hooks != _OBJECT_HOOKS or hasattr(cls, "__slots__"):
+        return None
+    # Pickling's default copies the first base written in C (copyreg._reduce_ex):
+    # plain only where that is `object` (a file object is not).
+    if next(b for b in cls.__mro__ if not b.__flags__ & _HEAPTYPE) is not object:
+        return None
+    state = getattr(obj, "__dict__", None)
+    return state if isinstance(state, dict) else None
 
 
 def _digest(data: bytes) -> str:
@@ -167,13 +222,7 @@ def _container_text(obj: Any) -> str:
     if isinstance(obj, (set, frozenset)) and len(obj) > 2 * SAMPLE_ITEMS:
         return f"{name}(len={len(obj)})"  # no order to sample a head and tail from
     if isinstance(obj, (dict, list, tuple)) and len(obj) > 2 * SAMPLE_ITEMS:
-        if isinstance(obj, dict):
-            head = list(itertools.islice(obj.items(), SAMPLE_ITEMS))
-            tail = list(itertools.islice(reversed(obj.items()), SAMPLE_ITEMS))
-        else:
-            head, tail = list(obj[:SAMPLE_ITEMS]), list(obj[-SAMPLE_ITEMS:])
-        digest = _pickle_digest((len(obj), head, tail))
-        return f"{name}(len={len(obj)})#{digest}"
+        return f"{name}(len={len(obj)})#{_pickle_digest(obj)}"
     digest = _pickle_digest(obj)
     if digest is None:
         size = f"len={len(obj)}, " if hasattr(obj, "__len__") else ""

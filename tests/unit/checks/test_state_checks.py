@@ -62,6 +62,61 @@ def test_a_large_tensor_changed_in_place_changes_its_digest() -> None:
     assert describe(t) != before
 
 
+class _Index:
+    def __init__(self, n: int) -> None:
+        self.ids = list(range(n))
+
+
+def test_a_long_list_inside_an_attribute_is_sampled_and_its_ends_still_tell() -> None:
+    meta = {"ids": list(range(100_000)), "split": "train"}
+    index = _Index(100_000)
+    before = describe(meta), describe(index)
+    meta["ids"][-1] = -1
+    index.ids[0] = -1
+    assert describe(meta) != before[0] and describe(index) != before[1]
+    assert describe(index).startswith("_Index#")
+
+
+def _uss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_full_info().uss)
+
+
+def _fork_measure(meta: dict[str, list[int]]) -> tuple[int, int]:
+    """In a forked child (a worker's view of the main process's Dataset): its private
+    memory grown by fingerprinting, and by one walk over every item."""
+    import os
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read)
+        start = _uss()
+        describe(meta)
+        fingerprinted = _uss()
+        sum(1 for _ in meta["ids"])
+        walked = _uss()
+        os.write(write, f"{fingerprinted - start} {walked - fingerprinted}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        text = f.read()
+    os.waitpid(pid, 0)
+    a, b = text.split()
+    return int(a), int(b)
+
+
+def test_fingerprinting_in_a_forked_worker_copies_a_sample_not_the_whole_index() -> None:
+    """A walk over a list of millions writes every item's reference count, copying its
+    page into the worker: the worker's USS grew by tens of MiB per epoch where the
+    training's own workers never touched it. Fingerprinting reads a sample."""
+    meta = {"ids": list(range(2_000_000))}
+    fingerprinted, walked = _fork_measure(meta)
+    assert walked > 20 * 2**20  # the whole walk copies the list's items
+    assert fingerprinted < walked / 10
+
+
 def _state(epoch: int, role: str, values: dict[str, str], wid: int | None = None) -> DatasetState:
     return DatasetState(epoch, role, 100 if role == "main" else 200 + (wid or 0), wid, values)  # type: ignore[arg-type]
 
