@@ -53,8 +53,8 @@ class Ev:
     # category, kind, message, detail, epoch?, worker_id?, pids?, signal?, exitcodes?
     ERROR: Final = "error"
     # Each DataLoader worker (inside/probe.py).
-    # worker_id, held, proc_start, unpickle_start, unpickle_end, loader ("train", "val",
-    # or watch's loader id)
+    # worker_id, held, proc_start, unpickle_start, unpickle_end, unpickle_import_ns,
+    # loader ("train", "val", or watch's loader id)
     WORKER_INIT: Final = "worker_init"
     WORKER_READY: Final = "worker_ready"  # worker_id
     # worker_id, epoch (compare) or loader (watch); values, skipped, took_s

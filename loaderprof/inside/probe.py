@@ -30,6 +30,13 @@ _fetch_started: int | None = None
 # Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
 _unpickle_start: int | None = None
 _unpickle_end: int | None = None
+# Of that, the time spent importing the modules the pickle names (torchvision, the
+# user's own): what spawn costs a worker whatever the Dataset holds. The total so far,
+# and at the last stamp.
+_import_ns = 0
+_unpickle_import_ns: int | None = None
+_import_depth = 0
+_real_import: Callable[..., Any] | None = None
 # Batches this worker has built: its threads are reported at the 1st, 2nd, 4th, 8th...
 _batches_built = 0
 # Python threads that are the worker's own plumbing (the result queue's feeder, the
@@ -52,10 +59,37 @@ def _on_exit(path: str, worker_id: int) -> None:
 
 
 def _started_unpickling() -> None:
-    """Called by the unpickler as it reaches a probe's payload (see `_Stamp`)."""
-    global _unpickle_start
+    """Called by the unpickler as it reaches a probe's payload (see `_Stamp`): from
+    here until the worker's init, imports are timed (the unpickler imports each module
+    the pickle names through `builtins.__import__`)."""
+    global _unpickle_start, _real_import
     if _unpickle_start is None:
         _unpickle_start = time_ns()
+        import builtins
+
+        _real_import = builtins.__import__
+        builtins.__import__ = _timed_import
+
+
+def _timed_import(*args: Any, **kwargs: Any) -> Any:
+    global _import_ns, _import_depth
+    assert _real_import is not None
+    if _import_depth:  # inside an import being timed
+        return _real_import(*args, **kwargs)
+    _import_depth = 1
+    start = time_ns()
+    try:
+        return _real_import(*args, **kwargs)
+    finally:
+        _import_ns += time_ns() - start
+        _import_depth = 0
+
+
+def _stop_timing_imports() -> None:
+    if _real_import is not None:
+        import builtins
+
+        builtins.__import__ = _real_import
 
 
 class _Stamp:
@@ -68,8 +102,9 @@ class _Stamp:
 def _rebuilt(cls: type[Any], _stamp: None, *state: Any) -> Any:
     """A probe rebuilt in a spawned worker, its payload (the Dataset, or the user's
     function) unpickled before this call: stamp the end."""
-    global _unpickle_end
+    global _unpickle_end, _unpickle_import_ns
     _unpickle_end = time_ns()
+    _unpickle_import_ns = _import_ns if _unpickle_start is not None else None
     return cls(*state)
 
 
@@ -100,6 +135,7 @@ class WorkerInitProbe:
         _thread_cpu_base = _thread_cpu()
         _thread_demand_base = _thread_demand()
         _init_ns = time_ns()
+        _stop_timing_imports()
         self._emit(
             Ev.WORKER_INIT,
             worker_id=worker_id,
@@ -107,6 +143,7 @@ class WorkerInitProbe:
             proc_start=process_start_ns(os.getpid()),
             unpickle_start=_unpickle_start,
             unpickle_end=_unpickle_end,
+            unpickle_import_ns=_unpickle_import_ns,
             loader=self.loader,
         )
         # multiprocessing runs its finalizers when the worker loop returns

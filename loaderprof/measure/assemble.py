@@ -365,6 +365,7 @@ def _worker_detail(
     """A worker's batch times (NOTE [worker threads]), threads and start-up breakdown
     (NOTE [start-up breakdown])."""
     fetches = [b["fetch"] for b in bevs if b.get("fetch")]
+    imports = init.get("unpickle_import_ns")
     return {
         "median_batch_s": _median_span(bevs),
         "peak_threads": max((int(t["threads"]) for t in threads), default=None),
@@ -375,6 +376,7 @@ def _worker_detail(
         "pickle_s": pickled.get("seconds"),
         "unpickle_start_s": clock.rel(init.get("unpickle_start")),
         "unpickled_s": clock.rel(init.get("unpickle_end")),
+        "unpickle_import_s": None if imports is None else round(imports / NS, 6),
         "first_fetch_s": clock.rel(min(fetches)) if fetches else None,
         "loader": str(init.get("loader") or "train"),
         "held_at_init": dict(init.get("held") or {}),

@@ -130,6 +130,10 @@ class WorkerResult:
     unpickle_start_s: float | None = None
     unpickled_s: float | None = None
     first_fetch_s: float | None = None
+    # Of its unpickling, the time spent importing the modules the pickle names (its
+    # Dataset's library, the user's own module): spawn's cost, whatever the Dataset
+    # holds. None in reports before it was measured.
+    unpickle_import_s: float | None = None
 
     @property
     def unpickle_s(self) -> float | None:

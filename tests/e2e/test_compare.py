@@ -203,9 +203,48 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
     ev = found["large-pickle"]["evidence"]
     assert max(ev["biggest_attributes_bytes"], key=ev["biggest_attributes_bytes"].get) == "blob"
     assert "blob" in found["large-pickle"]["title"]
-    assert set(ev["startup_breakdown_s"]) >= {"unpickling", "worker_init_fn", "first_batch"}
+    phases = {"unpickling", "unpickling_imports", "worker_init_fn", "first_batch"}
+    assert set(ev["startup_breakdown_s"]) >= phases
     # Larger than the pipe holds: each worker starts once the one before has read its own.
     assert found["serial-startup"]["evidence"]["share_of_first_batch"] >= 0.3
+
+
+SLOW_IMPORT = """
+import time
+import torch
+from torch.utils.data import Dataset
+
+time.sleep(1.0)  # a library whose import takes a second (torchvision's takes about that)
+
+
+class Small(Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        return torch.tensor([i])
+"""
+
+
+def test_a_spawned_workers_imports_are_not_a_large_pickle(tmp_path: Path) -> None:
+    """Each spawned worker imports the module its Dataset's pickle names while unpickling
+    it: that is spawn's cost for any Dataset of that library, not a large pickle."""
+    (tmp_path / "lp_slow_import.py").write_text(SLOW_IMPORT)
+    out = tmp_path / "r.json"
+    run = run_cli(
+        *("compare", "lp_slow_import:Small", "--trials", "1", "--epochs", "2"),
+        *("--mp-context", "spawn", "--num-workers", "2", "--batch-size", "4"),
+        *("--json", str(out)),
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    report = load(out)
+    assert "large-pickle" not in {f["id"] for f in report["findings"]}
+    workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
+    assert workers and all(w["pickled_bytes"] < 64 * 1024 for w in workers)
+    for w in workers:
+        unpickling = w["unpickled_s"] - w["unpickle_start_s"]
+        assert 1.0 <= w["unpickle_import_s"] <= unpickling
 
 
 def test_iterable_dataset_from_cwd_under_forkserver(tmp_path: Path) -> None:
