@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
-from loaderprof.units import plural
+from loaderprof.units import noun, plural
 
 
 def check_order(report: Report) -> list[Finding]:
@@ -142,7 +142,7 @@ def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Fin
                 arm=None,
                 title=f"persistence changes which random draws the model sees from epoch "
                 f"{first}{quality}: the arms agree in epoch 1 and draw differently "
-                f"in epochs {', '.join(map(str, differs))}; "
+                f"in {noun(len(differs), 'epoch')} {', '.join(map(str, differs))}; "
                 + "; ".join(
                     f"the {ARM_LABEL[k]} arm saw {plural(fresh[k], 'different set')} in "
                     f"{plural(epochs[k], 'epoch')}"

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Sequence
 
 from loaderprof.model.command import CommandReport, CommandTrial
-from loaderprof.model.metrics import Stat
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Stat
 from loaderprof.model.results import Finding, GateResult
 from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
 from loaderprof.report.rows import plan_summary
@@ -144,10 +144,17 @@ def _saving(r: CommandReport) -> list[str]:
     if s is None:
         return ["saving per steady epoch: – (no steady epoch in one of the arms)"]
     pct = (1 - s.ratio.value) * 100
+    level = f"{s.confidence * 100:.3g} %"
     if s.low_s is not None and s.high_s is not None:
-        ci = f" ({s.confidence * 100:.3g} % CI {_s(s.low_s)} to {_s(s.high_s)})"
-    else:
+        ci = f" ({level} CI {_s(s.low_s)} to {_s(s.high_s)})"
+    elif s.unit != "trial":
         ci = " (no interval: it needs ≥ 2 trials per arm)"
+    elif s.ratio.has_interval:
+        # See NOTE [earned intervals]: its endpoints, printed, would read as a finding.
+        wide = f"{UNINFORMATIVE_FACTOR:g}× either way"
+        ci = f" (no interval: its {level} interval reaches more than {wide})"
+    else:
+        ci = " (no interval: the trials show no spread)"
     full = _full_batches(r) if r.max_batches is not None else None
     # The saving is of projected epochs where they were cut (NOTE [short epochs]).
     which = f"steady epoch projected to {full} batches" if full else "steady epoch"

@@ -123,6 +123,23 @@ def test_one_trial_per_arm_earns_no_interval() -> None:
     assert report.verdict is not None and not report.verdict.decided
 
 
+def test_two_trials_too_spread_to_tell_say_so_not_that_more_trials_are_needed() -> None:
+    """See NOTE [earned intervals]. Two trials per arm whose interval reaches past 10×
+    either way earn none: the saving line gives that reason, as the verdict does."""
+    from loaderprof.report.command_text import render
+
+    p = (_trial(1, "persistent", 0.02), _trial(4, "persistent", 3.0))
+    n = (_trial(2, "non_persistent", 0.4), _trial(3, "non_persistent", 0.41))
+    report = summarise(
+        CommandPlan(("python", "t.py"), 4, 2), (p[0], n[0], n[1], p[1]), None, False, 20.0
+    )
+    assert report.saving is not None and report.saving.ratio.has_interval
+    assert report.saving.low_s is None
+    text = " ".join(render(report, 200).split())
+    assert "(no interval: its 95 % interval reaches more than 10× either way)" in text
+    assert "needs ≥ 2 trials" not in text
+
+
 def test_under_torchrun_each_epoch_is_the_slowest_ranks() -> None:
     # See NOTE [ranks in a command]. Two ranks build the loader at one line; rank 1's
     # second epoch is the slow one, and it has ended one epoch fewer so far.
