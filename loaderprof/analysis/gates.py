@@ -456,9 +456,10 @@ def check_command_gates(gates: Sequence[Gate], *, has_baseline: bool = False) ->
             )
 
 
-def _warnings_of_persistent_arm(report: CommandReport) -> dict[str, MetricValue]:
-    """finding:ID for each id the command form finds: the persistent arm's warnings
-    of that id (what persistence is gated on), a count read once."""
+def _findings_of_persistent_arm(report: CommandReport) -> dict[str, MetricValue]:
+    """finding:ID for each id the command form finds: the persistent arm's findings of
+    that id (what persistence is gated on), at any severity as compare and watch count
+    them (a gate the screen's findings contradict is no gate), a count read once."""
     out = {}
     # Leaked workers are looked for only in a trial the command ended by itself (NOTE
     # [command findings]): with none, the gate is not measured, and skips.
@@ -467,11 +468,7 @@ def _warnings_of_persistent_arm(report: CommandReport) -> dict[str, MetricValue]
         if finding_id == "workers-leaked" and not ended:
             continue
         count = float(
-            sum(
-                1
-                for f in report.findings
-                if f.id == finding_id and f.arm == "persistent" and f.severity != "info"
-            )
+            sum(1 for f in report.findings if f.id == finding_id and f.arm == "persistent")
         )
         out[f"{FINDING}{finding_id}"] = MetricValue(count, count, count, 1)
     return out
@@ -492,7 +489,7 @@ def evaluate_command(
     from loaderprof.analysis.comparison import command_metrics
 
     metrics = command_metrics(report, seed)
-    metrics.update(_warnings_of_persistent_arm(report))
+    metrics.update(_findings_of_persistent_arm(report))
     base: dict[str, MetricValue] = {}
     rel: dict[str, MetricValue] = {}
     if baseline is not None:

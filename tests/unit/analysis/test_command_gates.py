@@ -128,7 +128,8 @@ LEAK = Finding("leaked-files", "warning", "files grow", {"site": "t.py:9"}, "clo
 INFO = Finding("idle-pools", "info", "idle", {"site": "t.py:9"}, "fix it")
 
 
-def test_a_finding_gate_fails_on_the_persistent_arms_warning_only() -> None:
+def test_a_finding_gate_fails_on_the_persistent_arms_finding_at_any_severity() -> None:
+    """As compare and watch count them: the gate agrees with the findings listed above it."""
     trials = tuple(
         dataclasses.replace(t, findings=(LEAK, INFO) if t.arm == "persistent" else (INFO,))
         for t in _run_of(2)
@@ -137,7 +138,7 @@ def test_a_finding_gate_fails_on_the_persistent_arms_warning_only() -> None:
     report = _report(trials, *gates)
     assert _status(report) == {
         "finding:leaked-files:absent": "fail",
-        "finding:idle-pools:absent": "pass",  # info, not a warning
+        "finding:idle-pools:absent": "fail",  # info, and found
         "finding:loader-recreated:absent": "pass",
     }
     theirs = tuple(
