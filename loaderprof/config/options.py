@@ -273,8 +273,9 @@ class GateOptions:
 
     fail_on: tuple[str, ...] | None = _gate(
         "--fail-on METRIC:LIMIT",
-        "Gate METRIC:LIMIT, repeatable: steady_epoch_ratio:<=0.95, "
-        "peak_worker_uss:<=1.5GiB, first_batch_s:+10%, finding:ID.",
+        "Gate METRIC:LIMIT, repeatable: 'steady_epoch_ratio:<=0.95', "
+        "'peak_worker_uss:<=1.5GiB', first_batch_s:+10%, finding:ID (quote < and > in a "
+        "shell).",
         cli_type=list[str] | None,
     )
     gates: Path | None = _gate(

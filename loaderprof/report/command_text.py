@@ -150,7 +150,7 @@ def _saving(r: CommandReport) -> list[str]:
     elif s.unit != "trial":
         ci = " (no interval: it needs ≥ 2 trials per arm)"
     elif s.ratio.has_interval:
-        # See NOTE [earned intervals]: its endpoints, printed, would read as a finding.
+        # Its endpoints, printed, would read as a finding (NOTE [earned intervals]).
         wide = f"{UNINFORMATIVE_FACTOR:g}× either way"
         ci = f" (no interval: its {level} interval reaches more than {wide})"
     else:
