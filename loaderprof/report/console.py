@@ -216,7 +216,7 @@ def unit_of(kind: str, stats: Sequence[Stat | None]) -> tuple[str, float]:
 
 def num(v: float) -> str:
     a = abs(v)
-    if a == 0:
+    if a < 0.005:  # what two decimals show as 0.00 (or −0.00)
         return "0"
     return f"{v:,.0f}" if a >= 100 else (f"{v:.1f}" if a >= 1 else f"{v:.2f}")
 
@@ -235,7 +235,7 @@ def _compared(row: SummaryRow, k: float) -> str:
     if row.kind != "bytes" or a is None or b is None:
         return ""
     d = (a.median - b.median) * k
-    return "±0" if d == 0 else f"{'+' if d > 0 else '−'}{num(abs(d))}"
+    return "±0" if num(d) == "0" else f"{'+' if d > 0 else '−'}{num(abs(d))}"
 
 
 def brief_summary_table(report: Report) -> Table:

@@ -97,3 +97,19 @@ def test_evidence_prints_what_was_read_and_lists_as_lists() -> None:
     assert items == [("loader", "L2"), ("while", "[L1]")]
     by_worker = evidence_items({"uss_by_epoch_by_worker": {"pool P1": [1, 2]}})
     assert by_worker == [("uss_by_epoch_by_worker", "{pool P1: [1, 2]}")]
+
+
+def test_a_figure_two_decimals_would_show_as_minus_zero_reads_zero() -> None:
+    """1.4 GiB in both arms, 3 MiB apart: '±0' in the compared column, never '−0.00'."""
+    from loaderprof.model.metrics import Stat
+    from loaderprof.report.console import _compared, num
+    from loaderprof.report.rows import SummaryRow
+
+    assert num(-0.003) == "0" and num(0.004) == "0" and num(-0.006) == "-0.01"
+    gib = 2**30
+    a, b = (
+        Stat(1.400 * gib, 1.4 * gib, 1.4 * gib, 1.4 * gib, 1.4 * gib, 2),
+        Stat(1.403 * gib, 1.403 * gib, 1.403 * gib, 1.403 * gib, 1.403 * gib, 2),
+    )
+    row = SummaryRow("peak PSS total", "", "", kind="bytes", stats=(a, b))
+    assert _compared(row, 1 / gib) == "±0"
