@@ -374,7 +374,9 @@ def saving(
 ) -> SavingEstimate | None:
     """Seconds saved per steady epoch, from the steady ratio compare computes (NOTE
     [trial is the unit]): its value and interval times the non-persistent arm's
-    steady epoch (the mean of its trial figures' logs, as the ratio's centre is).
+    steady epoch: the geometric mean of its trials' medians, or of its epochs where
+    they are the units, as the ratio's centre is (so that the saving is the
+    difference of the two arms' geometric means).
     `confidence`: the level of the look the adaptive plan took (NOTE [sequential
     looks])."""
     a = [list(t.steady) for t in persistent if t.steady]
@@ -382,7 +384,8 @@ def saving(
     est = estimate_ratio(a, b, seed=seed, confidence=confidence)
     if est is None:
         return None
-    base = math.exp(sum(math.log(_median(g)) for g in b) / len(b))
+    units = [_median(g) for g in b] if est.unit == "trial" else [v for g in b for v in g]
+    base = math.exp(sum(math.log(v) for v in units) / len(units))
     r = est.ratio
     # See NOTE [earned intervals]. From trials as units only (two or more per arm).
     earned = est.unit == "trial" and r.has_interval and r.informative
@@ -395,6 +398,7 @@ def saving(
         confidence=confidence,
         unit=est.unit,
         df=est.df,
+        non_persistent_s=base,
     )
 
 

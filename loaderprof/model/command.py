@@ -108,6 +108,10 @@ class SavingEstimate:
     unit: str
     # The ratio's t: its degrees of freedom (None: no interval, or an older report).
     df: float | None = None
+    # The non-persistent arm's steady epoch the saving is a share of: the geometric
+    # mean of its trials' medians, as the ratio's centre is (times the ratio: the
+    # persistent arm's). None in reports before it was kept.
+    non_persistent_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,15 @@ def _saving(r: CommandReport) -> list[str]:
     full = _full_batches(r) if r.max_batches is not None else None
     # The saving is of projected epochs where they were cut (NOTE [short epochs]).
     which = f"steady epoch projected to {full} batches" if full else "steady epoch"
-    return [f"saving per {which}: {_s(s.saved_s)}, {pct:.0f} % of the epoch{ci}"]
+    base = s.non_persistent_s
+    # The figures it is the difference of, which the medians above need not give.
+    of = "trials' medians" if s.unit == "trial" else "steady epochs"
+    means = (
+        ""
+        if base is None
+        else f" ({_s(base)} → {_s(base * s.ratio.value)}, geometric means of the {of})"
+    )
+    return [f"saving per {which}: {_s(s.saved_s)}{means}, {pct:.0f} % of the epoch{ci}"]
 
 
 def render(r: CommandReport, width: int = 80) -> str:
