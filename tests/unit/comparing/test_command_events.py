@@ -108,6 +108,14 @@ def test_the_saving_is_the_steady_ratio_times_the_non_persistent_epoch() -> None
     )
     assert report.verdict is not None and report.verdict.recommendation == "enable"
     assert report.complete and report.persistent is not None
+    # The saving is the difference of the two geometric means the line names.
+    from loaderprof.report.command_text import render
+
+    assert s.non_persistent_s is not None
+    persistent_s = s.non_persistent_s * s.ratio.value
+    assert abs(s.saved_s - (s.non_persistent_s - persistent_s)) < 1e-12
+    text = " ".join(render(report, 200).split())
+    assert f"({s.non_persistent_s:.3f} s → {persistent_s:.3f} s, geometric means" in text
 
 
 def test_one_trial_per_arm_earns_no_interval() -> None:
