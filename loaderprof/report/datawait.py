@@ -79,11 +79,16 @@ def _first_reason(ld: WatchedLoader) -> str:
     if ld.num_workers == 0:
         return "num_workers=0: loaded in the main process"
     if not ld.persistent_workers:
+        # The fresh workers' start-up, then their first batch: only the start-up is
+        # what persistence skips, so it is named with its own figure.
+        startup = ld.worker_startup_s
+        took = f" of {fmt_seconds(startup.median)} a worker" if startup else ""
+        part = f"worker start-up{took}, then the first batch"
         # Only a loader iterated again has later epochs whose start-up persistence skips
         # (one built every epoch is `loader-recreated`: persistence alone cannot help).
         if ld.wait_epochs == "steady":
-            return "worker start-up: persistent_workers=True skips it"
-        return "worker start-up"
+            return f"{part}: persistent_workers=True skips the start-up"
+        return part
     if ld.wait_epochs == "steady":
         return "workers kept"
     return "worker start-up, once: workers kept"

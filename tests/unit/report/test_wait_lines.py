@@ -12,6 +12,7 @@ from loaderprof.model.results import Report
 from loaderprof.model.trials import TrialResult
 from loaderprof.report.datawait import compare_wait_rows, watch_wait_line
 from loaderprof.report.markdown import to_markdown, watch_markdown
+from loaderprof.units import fmt_seconds
 
 
 def _waited(trial: TrialResult, first: list[float], steady: float) -> TrialResult:
@@ -68,12 +69,16 @@ def test_watch_says_what_the_first_batch_waited_for_by_the_loaders_settings() ->
         "L1: each steady epoch waits 97.5 ms of 776.0 ms (13 %) for data: 37.5 ms before its "
         "first batch (workers kept), 60.0 ms after it; the step takes 678.5 ms"
     )
-    assert fresh is not None and "(worker start-up: persistent_workers=True skips it)" in fresh
+    assert fresh is not None and "persistent_workers=True skips the start-up)" in fresh
+    # The start-up is named with its own figure: the first batch is in the wait too.
+    startup = report.loaders[1].worker_startup_s
+    assert startup is not None
+    assert f"(worker start-up of {fmt_seconds(startup.median)} a worker, then the first" in fresh
     assert main is not None and "(num_workers=0: loaded in the main process)" in main
     once = dataclasses.replace(report.loaders[0], wait_epochs="first")
     assert "L1: its first epoch waits" in (watch_wait_line(once) or "")
     assert "worker start-up, once: workers kept" in (watch_wait_line(once) or "")
     assert watch_wait_line(dataclasses.replace(once, wait=None)) is None
     built_once = dataclasses.replace(report.loaders[1], wait_epochs="first")
-    assert "(worker start-up), 60.0 ms after it" in (watch_wait_line(built_once) or "")
+    assert ", then the first batch), 60.0 ms after it" in (watch_wait_line(built_once) or "")
     assert f"- {kept}" in watch_markdown(report)
