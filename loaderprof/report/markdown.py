@@ -10,6 +10,7 @@ from loaderprof.report.datawait import COMPARE_HEAD, WATCH_HEAD, compare_wait_ro
 from loaderprof.report.rows import (
     LOADER_REUSED,
     caption,
+    epoch_count,
     evidence_items,
     loader_text,
     plan_text,
@@ -113,7 +114,7 @@ def watch_markdown(report: WatchReport) -> str:
         reused = LOADER_REUSED[ld.workers_reused]
         lines.append(
             f"| {ld.id} | `{ld.site}` | {ld.num_workers} | "
-            f"{'yes' if ld.persistent_workers else 'no'} | {len(ld.epochs)} | {reused} | "
+            f"{'yes' if ld.persistent_workers else 'no'} | {epoch_count(ld)} | {reused} | "
             f"{steady} | {peak} |"
         )
     lines.append("")

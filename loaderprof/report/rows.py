@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
+from loaderprof.model.watch import WatchedLoader, whole_epochs
 from loaderprof.report.partial import plan_words
 from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 
@@ -304,3 +305,13 @@ def summary_rows(report: Report) -> list[SummaryRow]:
             brief=False,
         ),
     ]
+
+
+def epoch_count(ld: WatchedLoader) -> str:
+    """'6', or '5 (+1 short)': epochs left early among whole ones (NOTE [epochs left
+    early]) and epochs cut (ended by no loop) are counted apart from the whole ones."""
+    whole = len(whole_epochs(ld.epochs))
+    cut = sum(1 for e in ld.epochs if e.end_s is None)
+    short = len(ld.epochs) - whole - cut
+    extra = [f"+{n} {what}" for n, what in ((short, "short"), (cut, "cut")) if n]
+    return f"{whole} ({', '.join(extra)})" if extra else str(whole)

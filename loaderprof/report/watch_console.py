@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from loaderprof.model.metrics import Stat
-from loaderprof.model.watch import WatchedLoader, WatchReport, whole_epochs
+from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
 from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
-from loaderprof.report.rows import LOADER_REUSED
+from loaderprof.report.rows import LOADER_REUSED, epoch_count
 from loaderprof.units import fmt_pct, fmt_seconds, plural
 
 _TORCH = "torch.utils.data.dataloader.DataLoader"
@@ -76,7 +76,7 @@ def loaders_table(report: WatchReport) -> RenderableType:
     ):
         t.add_column(col, justify="right", no_wrap=True)
     for ld, up in zip(report.loaders, startup, strict=True):
-        epochs = _epoch_count(ld)
+        epochs = epoch_count(ld)
         t.add_row(
             # The class only where it is not torch's own.
             ld.id if ld.cls == _TORCH else f"{ld.id} {ld.cls.rsplit('.', 1)[-1]}",
@@ -157,16 +157,6 @@ def render(report: WatchReport) -> RenderableType:
         parts.append(Text("findings: none"))
     parts += [Text(f"warning: {w}", style="yellow") for w in report.warnings]
     return Group(*parts)
-
-
-def _epoch_count(ld: WatchedLoader) -> str:
-    """'6', or '5 (+1 short)': epochs left early among whole ones (NOTE [epochs left
-    early]) and epochs cut (ended by no loop) are counted apart from the whole ones."""
-    whole = len(whole_epochs(ld.epochs))
-    cut = sum(1 for e in ld.epochs if e.end_s is None)
-    short = len(ld.epochs) - whole - cut
-    extra = [f"+{n} {what}" for n, what in ((short, "short"), (cut, "cut")) if n]
-    return f"{whole} ({', '.join(extra)})" if extra else str(whole)
 
 
 def _no_loader(report: WatchReport) -> str:

@@ -82,3 +82,18 @@ def test_watch_says_what_the_first_batch_waited_for_by_the_loaders_settings() ->
     built_once = dataclasses.replace(report.loaders[1], wait_epochs="first")
     assert ", then the first batch), 60.0 ms after it" in (watch_wait_line(built_once) or "")
     assert f"- {kept}" in watch_markdown(report)
+
+
+def test_the_markdown_counts_a_loaders_epochs_as_the_screen_does() -> None:
+    """See NOTE [epochs left early]. A cut epoch is counted apart from the whole ones in
+    both: '3 (+1 cut)', not 4."""
+    from loaderprof.report.rows import epoch_count
+
+    report = watch_report(long_names=False)
+    ld = report.loaders[0]
+    cut = dataclasses.replace(ld.epochs[-1], index=len(ld.epochs) + 1, end_s=None, ended=None)
+    ld = dataclasses.replace(ld, epochs=(*ld.epochs, cut))
+    report = dataclasses.replace(report, loaders=(ld, *report.loaders[1:]))
+    shown = epoch_count(ld)
+    assert shown == f"{len(ld.epochs) - 1} (+1 cut)"
+    assert f"| {shown} |" in watch_markdown(report)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_watch_pipeline import S, _epoch, _ev, _loader
 
-from loaderprof.report.watch_console import _epoch_count
+from loaderprof.report.rows import epoch_count
 from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 
@@ -88,7 +88,7 @@ def test_an_epoch_left_short_among_whole_ones_is_no_epoch_figure() -> None:
     assert abs(found.steady_epoch_s.median - 0.21) < 1e-9
     # The first batch of a short epoch was waited for all the same.
     assert found.cold_first_batch_s is not None and abs(found.cold_first_batch_s - 0.05) < 1e-9
-    assert _epoch_count(found) == "3 (+2 short)"
+    assert epoch_count(found) == "3 (+2 short)"
 
 
 def test_epochs_left_after_the_same_count_every_time_are_the_users_epochs() -> None:
@@ -97,4 +97,4 @@ def test_epochs_left_after_the_same_count_every_time_are_the_users_epochs() -> N
     evs = [_loader("L1", 0.1, "t.py:3", True), *_run("L1", limited, 13)]
     (found,) = loaders(by_kind(evs), [], {}, 0, int(6 * S))
     assert found.cold_epoch_s is not None and found.steady_epoch_s is not None
-    assert found.steady_epoch_s.n == 3 and _epoch_count(found) == "4"
+    assert found.steady_epoch_s.n == 3 and epoch_count(found) == "4"
