@@ -186,7 +186,7 @@ def render(r: CommandReport, width: int = 80) -> str:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
     out += _waits(r, width)
-    out += _findings(r.findings, width)
+    out += _findings(r.findings, r.site, width)
     out += _baseline(r, width)
     if r.interrupted:
         out.append(f"interrupted: {len(r.trials)} trial(s) measured, the report is partial")
@@ -292,17 +292,28 @@ def _waits(r: CommandReport, width: int) -> list[str]:
     return out
 
 
-def _findings(findings: Sequence[Finding], width: int) -> list[str]:
-    """Watch's findings, each named by its arm (see NOTE [command findings])."""
+def _findings(findings: Sequence[Finding], main_site: str | None, width: int) -> list[str]:
+    """Watch's findings, each named by its arm (see NOTE [command findings]), then where
+    the loaders they name were built: the screen shows no table of them."""
     if not findings:
         return []
     out = ["", "findings (each from the arm whose trials showed it):"]
+    sites: dict[str, set[str]] = {}
     for f in findings:
         arm = _ARM.get(f.arm or "", f.arm or "?")
         seen = f.evidence.get("trials", [])
         where = f"{arm} arm, trial{'s' * (len(seen) != 1)} {', '.join(map(str, seen))}"
         out += _hang(f"{f.severity.upper():<8}", f"{f.title} [{f.id}] ({where})", 8, width)
         out += _hang("", f"fix: {f.fix}", 8, width)
+        lid, site = f.evidence.get("loader"), f.evidence.get("site")
+        if isinstance(lid, str) and isinstance(site, str):
+            sites.setdefault(lid, set()).add(site)
+    if sites:
+        named = [
+            f"{lid} at {' or '.join(sorted(s))}{' (the main loader)' * (main_site in s)}"
+            for lid, s in sorted(sites.items())
+        ]
+        out += _hang("", f"loaders named: {', '.join(named)}", 8, width)
     return out
 
 

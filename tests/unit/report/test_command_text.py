@@ -183,3 +183,25 @@ def test_a_busy_machine_is_said_under_the_figures() -> None:
     assert "warning: the machine was busy: other processes kept 1.0 of 2 cores" in text
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "warning: the machine" not in render(_reports()["full"], width=80)
+
+
+def test_the_loaders_findings_name_are_placed_where_they_were_built() -> None:
+    """The command screen has no table of loaders: the findings' L1, L2 are followed by
+    where each was built, the main loader marked."""
+    from loaderprof.model.results import Finding
+
+    report = _more()
+    assert report.site is not None
+    idle = [
+        Finding(
+            "idle-pools",
+            "info",
+            f"loader {lid}'s 2 persistent workers stay alive and idle",
+            {"loader": lid, "site": site, "trials": [1, 4]},
+            "expected",
+            "persistent",
+        )
+        for lid, site in (("L2", report.site), ("L1", "train.py:46"))
+    ]
+    text = render(dataclasses.replace(report, findings=tuple(idle)), 200)
+    assert f"loaders named: L1 at train.py:46, L2 at {report.site} (the main loader)" in text
