@@ -91,6 +91,9 @@ class AttachedPool(PauseMemory):
     peak_pss_bytes: int | None
     # Its workers' USS together in the pauses between its inferred epochs, the median.
     idle_uss_bytes: int | None
+    # Pauses read, where a long watch merged neighbouring readings (NOTE [bounded
+    # series]): more than its series holds. None: a reading each.
+    idle_pauses_read: int | None = None
 
     @property
     def rebuilt(self) -> int:

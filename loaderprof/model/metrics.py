@@ -19,9 +19,6 @@ class PauseMemory:
     # The epoch each pause followed: a pause with no whole reading is left out, so a
     # step may span two epochs (NOTE [pauses not read]). () in reports before it.
     idle_after_epochs: tuple[int, ...] = ()
-    # Pauses read, where a long watch merged neighbouring readings (NOTE [bounded
-    # series]): more than the series holds. None: a reading each.
-    idle_pauses_read: int | None = None
 
 
 @dataclass(frozen=True)
