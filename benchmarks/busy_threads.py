@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _shared import paired
+from _shared import paired, report
 
 from loaderprof.checks.loader import own_demand
 from loaderprof.model.codec import from_dict
@@ -120,10 +120,7 @@ def main() -> None:
         "ratios": {"busy_own_vs_idle": paired(own), "busy_raw_vs_idle": paired(raw)},
         "runs": runs,
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(result, ["ratios"], args.out)
 
 
 if __name__ == "__main__":

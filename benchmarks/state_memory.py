@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _shared import paired
+from _shared import paired, report
 
 DATASETS = """
 import torch
@@ -91,10 +91,7 @@ def main() -> None:
                     ratios.setdefault(key, []).append(got[True][arm] / got[False][arm])
                 runs.append({"round": r, "dataset": dataset, "on": got[True], "off": got[False]})
     result = {"ratios": {k: paired(v) for k, v in ratios.items()}, "runs": runs}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(result, ["ratios"], args.out)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -169,16 +170,20 @@ def _with_threads(events: list[dict[str, object]], **fields: object) -> list[dic
     return [{**e, **fields} if e["ev"] == "worker_threads" else e for e in events]
 
 
+def _on_two_cpus(others: float = 0.0, workers: int = 2, **threads: object) -> Report:
+    """A report whose workers' threads read `threads`, on a 2-core machine where other
+    processes kept `others` cores busy."""
+    report = _report(_with_threads(_spawned_events(0.0, MiB), **threads))
+    env = {**report.environment, "cpus_usable": 2, "other_cpu_cores": others}
+    loader = dataclasses.replace(report.config.loader, num_workers=workers)
+    config = dataclasses.replace(report.config, loader=loader)
+    return dataclasses.replace(report, environment=env, config=config)
+
+
 def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
     """See NOTE [worker threads]. A polling thread counts as computing but wants a sliver of
     a core; a pool outside the GIL wants several, and the fix names what started it."""
-    import dataclasses
-
-    def on_two_cpus(**threads: object) -> Report:
-        report = _report(_with_threads(_spawned_events(0.0, MiB), **threads))
-        return dataclasses.replace(report, environment={**report.environment, "cpus_usable": 2})
-
-    polling = on_two_cpus(
+    polling = _on_two_cpus(
         compute=2,
         main_demand=0.35,
         thread_demand=0.01,
@@ -187,7 +192,7 @@ def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
         origins={"python:streaming.base.dataset": 1},
     )
     assert check_threads(polling) == []
-    pool = on_two_cpus(
+    pool = _on_two_cpus(
         compute=5,
         main_demand=0.9,
         thread_demand=2.6,
@@ -201,36 +206,30 @@ def test_oversubscription_is_cpu_demand_not_a_thread_count() -> None:
     assert "3.5 cores" in f.title
 
 
+# Workers whose threads ran 0.5 of a core each and waited 0.55 of one to run.
+_WAITED: dict[str, Any] = {
+    "compute": 2,
+    "main_demand": 0.6,
+    "thread_demand": 0.45,
+    "main_wait": 0.3,
+    "thread_wait": 0.25,
+    "origins": {"native:decoder": 1},
+}
+
+
 def test_the_wait_another_process_caused_is_not_the_workers_demand() -> None:
     """See NOTE [worker threads]. 2 workers whose threads ran 0.5 of a core each and waited
     0.55 in the run queue: on a 2-core machine that the run alone used, they wanted 2.1
     cores; beside a CPU hog that kept one core busy, the pool caused half of the wait."""
-
-    def beside(others: float, workers: int = 2) -> Report:
-        events = _with_threads(
-            _spawned_events(0.0, MiB),
-            compute=2,
-            main_demand=0.6,
-            thread_demand=0.45,
-            main_wait=0.3,
-            thread_wait=0.25,
-            origins={"native:decoder": 1},
-        )
-        report = _report(events)
-        env = {**report.environment, "cpus_usable": 2, "other_cpu_cores": others}
-        loader = dataclasses.replace(report.config.loader, num_workers=workers)
-        config = dataclasses.replace(report.config, loader=loader)
-        return dataclasses.replace(report, environment=env, config=config)
-
-    (alone,) = check_threads(beside(0.0))
+    (alone,) = check_threads(_on_two_cpus(0.0, **_WAITED))
     assert alone.evidence["cpu_demand_total"] == pytest.approx(2.1)
     assert alone.evidence["own_share_of_wait"] == 1.0
     assert "less other processes" not in alone.title
     # The pool ran 2 × 0.5 cores beside the hog's 1.0: its share of the wait is a half,
     # so each worker wants 0.5 + 0.55 / 2 cores, 1.55 in all.
-    assert check_threads(beside(1.0)) == []
+    assert check_threads(_on_two_cpus(1.0, **_WAITED)) == []
     # 3 such workers ran 1.5 cores: 0.6 of the wait was theirs, and they want 2.5.
-    (heavier,) = check_threads(beside(1.0, workers=3))
+    (heavier,) = check_threads(_on_two_cpus(1.0, workers=3, **_WAITED))
     assert heavier.evidence["own_share_of_wait"] == pytest.approx(0.6)
     assert heavier.evidence["cpu_demand_per_worker"] == pytest.approx(0.5 + 0.55 * 0.6)
     assert "less other processes' share of the wait" in heavier.title
