@@ -83,7 +83,7 @@ def test_the_first_batch_waits_for_start_up_only_without_persistence(
     # The cold epoch starts the kept pool too.
     assert kept["epochs"][0]["wait"]["first_s"] > 3 * kept["wait"]["first_s"]
     assert "L2 each steady epoch waits" in " ".join(run.stdout.split())
-    assert "persistent_workers=True skips it" in " ".join(run.stdout.split())
+    assert "persistent_workers=True skips the start-up" in " ".join(run.stdout.split())
 
 
 def test_compare_splits_each_arms_wait(tmp_path: Path) -> None:
