@@ -11,9 +11,10 @@ nothing here depends on object identity or addresses:
 * tensors and arrays become "<kind>(shape, dtype)#<digest>", of every byte when
   small and of a strided sample of their elements when large;
 * containers and other objects become "<type>#<digest of their pickle>", of a
-  head and tail sample of every long container in them, at any depth (`_canonical`:
-  reading an object writes its reference count, copying its page into a forked
-  worker); an object whose pickle passes 1 MiB
+  head and tail sample of every long container in them, to MAX_DEPTH levels deep
+  and inside instances that pickle as their attributes (`_canonical`: reading an
+  object writes its reference count, copying its page into a forked worker); an
+  object whose pickle passes 1 MiB
   (a DataFrame, a whole inner Dataset) is named with its length, not digested,
   so fingerprinting costs little and copies nothing large;
 * what cannot be pickled is named in `skipped` and left out.
@@ -25,6 +26,7 @@ update in place shows on both sides and is never mistaken for stale state.
 
 from __future__ import annotations
 
+import copyreg
 import hashlib
 import itertools
 import pickle
@@ -95,59 +97,66 @@ def _ends(items: Any, n: int) -> list[Any]:
     ]
 
 
+# Containers and objects read this many levels deep; deeper ones are named, not read.
+MAX_DEPTH = 4
+
+
 def _canonical(obj: Any, depth: int = 0) -> Any:
-    """What is digested of a container, at every depth: a long one's length, head and
-    tail, so that a digest reads a bounded number of objects. Reading an object writes
-    its reference count, and under fork that copies the page it lives on into the
-    worker (NOTE [copy-on-read]): a whole walk of a list of millions made each worker
-    tens of MiB larger than the user's training would. Sets in sorted order: a set's
-    iteration order follows the hash seed, which differs between the main process and
-    spawned workers (pickle's own hooks are not called for sets); a long one by its
-    length alone (no order to sample)."""
-    if depth > 4:
-        return obj
+    """What is digested of a container, to MAX_DEPTH levels: a long one's length, head
+    and tail, so that a digest reads a bounded number of objects. Reading an object
+    writes its reference count, and under fork that copies the page it lives on into
+    the worker (NOTE [copy-on-read]): a whole walk of a list of millions made each
+    worker tens of MiB larger than the user's training would. An instance that pickles
+    as its attributes (`_plain_state`) is read as they are; a container or such an
+    instance deeper than MAX_DEPTH (a back-pointer's cycle reaches it) is named by its
+    type alone. Sets in sorted order: a set's iteration order follows the hash seed,
+    which differs between the main process and spawned workers (pickle's own hooks are
+    not called for sets); a long one by its length alone (no order to sample)."""
     name = type(obj).__name__
+    deep = depth > MAX_DEPTH
     if isinstance(obj, (set, frozenset)):
-        if len(obj) > 2 * SAMPLE_ITEMS:
+        if deep or len(obj) > 2 * SAMPLE_ITEMS:
             return (name, len(obj))
         return (name, sorted((_canonical(v, depth + 1) for v in obj), key=repr))
     if isinstance(obj, dict):
+        if deep:
+            return (name, len(obj))
         pairs = _ends(obj.items(), len(obj))
         return (name, len(obj), [(k, _canonical(v, depth + 1)) for k, v in pairs])
     if isinstance(obj, (list, tuple)):
+        if deep:
+            return (name, len(obj))
         return (name, len(obj), [_canonical(v, depth + 1) for v in _ends(obj, len(obj))])
     state = _plain_state(obj)
-    return obj if state is None else (type(obj).__qualname__, _canonical(state, depth + 1))
-
-
-_OBJECT_HOOKS = (
-    object.__reduce_ex__,
-    object.__reduce__,
-    getattr(object, "__getstate__", None),  # Python ≥ 3.11
-)
-
-
-# A class defined in Python (Py_TPFLAGS_HEAPTYPE), not in C.
-_HEAPTYPE = 1 << 9
+    if state is None:
+        return obj
+    return (type(obj).__qualname__,) if deep else (type(obj).__qualname__, _canonical(state, depth))
 
 
 def _plain_state(obj: Any) -> dict[str, Any] | None:
-    """The attributes of an instance that pickles as them (a Python class over
-    `object`, with no pickling hooks of its own and no slots): what its pickle would
-    walk, to be sampled as a dict is."""
+    """The attributes of an instance that pickles as them, as pickle itself would take
+    them (`__reduce_ex__(4)` is `copyreg.__newobj__` with a state dict: no pickling
+    hooks of its own; slots and `__getstate__` give their state): what its pickle
+    would walk, to be sampled as a dict is. None for anything else (a tensor, an
+    array, a file), which pickle takes its own way."""
     cls = type(obj)
-    hooks = (
-        getattr(cls, "__reduce_ex__", None),
-        getattr(cls, "__reduce__", None),
-        getattr(cls, "__getstate__", None),
-    )
-    if hooks != _OBJECT_HOOKS or hasattr(cls, "__slots__"):
+    if getattr(cls, "__reduce_ex__", None) is not object.__reduce_ex__ or (
+        getattr(cls, "__reduce__", None) is not object.__reduce__
+    ):
         return None
-    # Pickling's default copies the first base written in C (copyreg._reduce_ex):
-    # plain only where that is `object` (a file object is not).
-    if next(b for b in cls.__mro__ if not b.__flags__ & _HEAPTYPE) is not object:
+    try:
+        reduced = obj.__reduce_ex__(4)
+    except Exception:  # an object pickle cannot take (its C layout), skipped there too
         return None
-    state = getattr(obj, "__dict__", None)
+    newobj = copyreg.__newobj__  # type: ignore[attr-defined]
+    if not isinstance(reduced, tuple) or len(reduced) < 3 or reduced[0] is not newobj:
+        return None
+    if any(part is not None for part in reduced[3:]):  # list or dict items of its own
+        return None
+    state = reduced[2]
+    if isinstance(state, tuple) and len(state) == 2:  # (its __dict__, its slots)
+        own, slots = state
+        state = {**(own or {}), **(slots or {})}
     return state if isinstance(state, dict) else None
 
 
@@ -222,7 +231,8 @@ def _container_text(obj: Any) -> str:
     if isinstance(obj, (set, frozenset)) and len(obj) > 2 * SAMPLE_ITEMS:
         return f"{name}(len={len(obj)})"  # no order to sample a head and tail from
     if isinstance(obj, (dict, list, tuple)) and len(obj) > 2 * SAMPLE_ITEMS:
-        return f"{name}(len={len(obj)})#{_pickle_digest(obj)}"
+        digest = _pickle_digest(obj)
+        return f"{name}(len={len(obj)}" + (f")#{digest}" if digest else ", too large to digest)")
     digest = _pickle_digest(obj)
     if digest is None:
         size = f"len={len(obj)}, " if hasattr(obj, "__len__") else ""

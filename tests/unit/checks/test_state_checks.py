@@ -4,6 +4,7 @@ verdict weighs them in tests/unit/analysis/test_verdict.py)."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -83,9 +84,9 @@ def _uss() -> int:
     return int(psutil.Process().memory_full_info().uss)
 
 
-def _fork_measure(meta: dict[str, list[int]]) -> tuple[int, int]:
+def _fork_measure(holder: Any, ids: list[int]) -> tuple[int, int]:
     """In a forked child (a worker's view of the main process's Dataset): its private
-    memory grown by fingerprinting, and by one walk over every item."""
+    memory grown by fingerprinting `holder`, and by one walk over `ids` inside it."""
     import os
 
     read, write = os.pipe()
@@ -93,9 +94,9 @@ def _fork_measure(meta: dict[str, list[int]]) -> tuple[int, int]:
     if pid == 0:  # pragma: no cover - the child
         os.close(read)
         start = _uss()
-        describe(meta)
+        describe(holder)
         fingerprinted = _uss()
-        sum(1 for _ in meta["ids"])
+        sum(1 for _ in ids)
         walked = _uss()
         os.write(write, f"{fingerprinted - start} {walked - fingerprinted}".encode())
         os._exit(0)
@@ -107,12 +108,32 @@ def _fork_measure(meta: dict[str, list[int]]) -> tuple[int, int]:
     return int(a), int(b)
 
 
-def test_fingerprinting_in_a_forked_worker_copies_a_sample_not_the_whole_index() -> None:
+class _IndexedDataset(torch.utils.data.Dataset[int]):
+    """A torch Dataset (a typing.Generic, whose empty __slots__ pickle ignores)."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+
+class _Node:
+    """An index with a back-pointer to itself: the cycle reaches past any depth."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids, self.me = ids, self
+
+
+@pytest.mark.parametrize("kind", ["dict", "dataset", "cycle"])
+def test_fingerprinting_in_a_forked_worker_copies_a_sample_not_the_whole_index(
+    kind: str,
+) -> None:
     """A walk over a list of millions writes every item's reference count, copying its
     page into the worker: the worker's USS grew by tens of MiB per epoch where the
-    training's own workers never touched it. Fingerprinting reads a sample."""
-    meta = {"ids": list(range(2_000_000))}
-    fingerprinted, walked = _fork_measure(meta)
+    training's own workers never touched it. Fingerprinting reads a sample, wherever the
+    list is held."""
+    ids = list(range(2_000_000))
+    holder = {"dict": {"ids": ids}, "dataset": _IndexedDataset(ids), "cycle": _Node(ids)}[kind]
+    assert "too large" not in (describe(holder) or "")
+    fingerprinted, walked = _fork_measure(holder, ids)
     assert walked > 20 * 2**20  # the whole walk copies the list's items
     assert fingerprinted < walked / 10
 
