@@ -58,12 +58,22 @@ def _on_exit(path: str, worker_id: int) -> None:
         events.emit(path, Ev.WORKER_EXIT, worker_id=worker_id)
 
 
+def _inheriting() -> bool:
+    """In a spawned (or forkserver) child unpickling what its parent sent: what the
+    stamps time. Not a `copy.deepcopy` of the Dataset in the main process, which
+    rebuilds the probes too."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
 def _started_unpickling() -> None:
     """Called by the unpickler as it reaches a probe's payload (see `_Stamp`): from
     here until the worker's init, imports are timed (the unpickler imports each module
-    the pickle names through `builtins.__import__`)."""
+    the pickle names through `builtins.__import__`; the worker has no other thread yet
+    to import at the same time)."""
     global _unpickle_start, _real_import
-    if _unpickle_start is None:
+    if _unpickle_start is None and _inheriting():
         _unpickle_start = time_ns()
         import builtins
 
@@ -103,8 +113,9 @@ def _rebuilt(cls: type[Any], _stamp: None, *state: Any) -> Any:
     """A probe rebuilt in a spawned worker, its payload (the Dataset, or the user's
     function) unpickled before this call: stamp the end."""
     global _unpickle_end, _unpickle_import_ns
-    _unpickle_end = time_ns()
-    _unpickle_import_ns = _import_ns if _unpickle_start is not None else None
+    if _inheriting():
+        _unpickle_end = time_ns()
+        _unpickle_import_ns = _import_ns if _unpickle_start is not None else None
     return cls(*state)
 
 

@@ -210,11 +210,16 @@ def test_spawn_file_spec_user_hooks_and_args(tmp_path: Path) -> None:
 
 
 SLOW_IMPORT = """
-import time
+import builtins, time
 import torch
 from torch.utils.data import Dataset
 
 time.sleep(1.0)  # a library whose import takes a second (torchvision's takes about that)
+
+
+def imports_untimed(worker_id):
+    # By the user's worker_init_fn, loaderprof's import timer is gone.
+    assert builtins.__import__.__module__ != "loaderprof.inside.probe"
 
 
 class Small(Dataset):
@@ -234,7 +239,7 @@ def test_a_spawned_workers_imports_are_not_a_large_pickle(tmp_path: Path) -> Non
     run = run_cli(
         *("compare", "lp_slow_import:Small", "--trials", "1", "--epochs", "2"),
         *("--mp-context", "spawn", "--num-workers", "2", "--batch-size", "4"),
-        *("--json", str(out)),
+        *("--worker-init-fn", "lp_slow_import:imports_untimed", "--json", str(out)),
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr

@@ -38,3 +38,22 @@ def test_probes_return_the_users_results_untouched(tmp_path: Path) -> None:
     assert wrapped[1] == 10 and len(wrapped) == 2
     wrapped.handle = "opened in worker_init_fn"  # reaches the user's dataset
     assert inner.handle == "opened in worker_init_fn"
+
+
+def test_a_deepcopy_of_the_probed_dataset_in_the_main_process_times_nothing(
+    tmp_path: Path,
+) -> None:
+    """See NOTE [start-up breakdown]. The probes' stamps time a spawned worker's
+    unpickling; a deepcopy in the main process rebuilds them too, and must leave neither
+    a stamp (forked workers would inherit it) nor the import timer behind."""
+    import builtins
+    import copy
+
+    from loaderprof.inside import probe
+
+    real = builtins.__import__
+    events = str(tmp_path / "events.jsonl")
+    copy.deepcopy(probe.index_probe([1, 2, 3], events))
+    copy.deepcopy(probe.WorkerInitProbe(events, None))
+    assert builtins.__import__ is real
+    assert probe._unpickle_start is None and probe._unpickle_end is None
