@@ -4,7 +4,8 @@ The 1-minute load average read once at the end misses a CPU hog that ran through
 the trials and stopped (or started) near the end, and counts loaderprof's own
 workers as load. What competes with the trials is the CPU time the whole machine
 spent busy less the CPU time of this process and every descendant it reaped (the
-template, the trials, their workers): both read at the run's start and end.
+template, the trials, their workers) and of those it does not (`count_unreaped`):
+both read at the run's start and end.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ from loaderprof.units import plural
 # Other processes' share of the usable cores above which timings are flagged: a
 # quarter of a 2-core runner is one busy loop on half the run.
 BUSY_SHARE = 0.25
+
+
+# CPU seconds of processes the run started that no process of its own reaps (a
+# trial's forkserver and the workers it forked are orphaned when the trial ends), as
+# each trial read them before it ended: their time never reaches `os.times()`, and
+# would otherwise read as other processes' load.
+_unreaped_s = 0.0
+
+
+def count_unreaped(seconds: float) -> None:
+    global _unreaped_s
+    _unreaped_s += max(0.0, seconds)
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,7 @@ def mark() -> CpuMark | None:
     own = os.times()
     return CpuMark(
         busy_s=busy,
-        own_s=own.user + own.system + own.children_user + own.children_system,
+        own_s=own.user + own.system + own.children_user + own.children_system + _unreaped_s,
         at_s=time.monotonic(),
     )
 

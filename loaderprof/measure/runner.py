@@ -31,6 +31,7 @@ from loaderprof.inside import procfs
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.spec import EXIT_HANDLERS_S, SPEC_SUFFIX, TrialSpec
+from loaderprof.measure import contention
 from loaderprof.measure.assemble import assemble_trial
 from loaderprof.measure.sampler import Sample, TreeSampler
 from loaderprof.measure.template import Template, TemplateError
@@ -249,11 +250,11 @@ def run_trial(
         watch.events.append(ev)
         if on_event is not None:
             on_event(ev)
-    # See NOTE [no teardown]. The trial ends at its last event; the exit handlers
-    # after it are the user's teardown, in no figure.
-    ended = [ev["t"] for ev in watch.events if ev["ev"] == Ev.TRIAL_END]
-    if ended:
-        watch.t_end = min(watch.t_end, ended[0])
+    # See NOTE [no teardown]. The trial ends at its last event (a failed one's exit); the
+    # exit handlers after it are the user's teardown, in no figure.
+    ended = [ev for ev in watch.events if ev["ev"] in (Ev.TRIAL_END, Ev.EXITING)]
+    watch.t_end = min([watch.t_end, *(ev["t"] for ev in ended)])
+    contention.count_unreaped(sum(float(ev.get("unreaped_cpu_s") or 0) for ev in ended))
     result = _result(cfg, slot, proc, watch, sampler, files["stderr.log"])
     if watch.interrupted is not None:
         # Hand the partial trial to the scheduler with the interrupt.

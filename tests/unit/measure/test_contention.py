@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -43,3 +44,32 @@ def test_the_busy_warning_says_who_was_busy() -> None:
     said = busy_warning(capped, 30.0)
     assert said is not None and "load average 3.0 on 2 usable cores" in said
     assert busy_warning({**capped, "load_average": [1.0, 1.0, 1.0]}, 30.0) is None
+
+
+def test_what_an_orphan_ran_counts_as_the_runs_own() -> None:
+    """A trial's forkserver and the workers it forks are orphaned when the trial ends:
+    no process of the run reaps them, so `os.times()` never sees their CPU, which
+    read as other processes' load (a busy-machine warning on every forkserver run).
+    The trial reads it before it ends; a process of this test stands in for one."""
+    import subprocess
+    import sys
+
+    from loaderprof.inside.procfs import descendants_cpu_s
+    from loaderprof.measure import contention
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", burn + "\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 20
+        while descendants_cpu_s(os.getpid()) < 0.3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ran = descendants_cpu_s(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+    assert ran >= 0.3
+    before = mark()
+    contention.count_unreaped(ran)
+    after = mark()
+    assert before is not None and after is not None
+    assert after.own_s - before.own_s >= ran
