@@ -61,8 +61,8 @@ class Ev:
     # worker_id, epoch (compare) or loader (watch); values, skipped, took_s
     WORKER_STATE: Final = "worker_state"
     BATCH: Final = "batch"  # worker_id, start, n, bytes, fetch?, d?
-    # worker_id, threads, compute, torch_threads, origins, main_demand?, thread_demand?,
-    # main_wait?, thread_wait?
+    # worker_id, threads, compute, torch_threads, origins, and main_demand, thread_demand,
+    # main_wait, thread_wait all four or none (NOTE [worker threads])
     WORKER_THREADS: Final = "worker_threads"
     GETITEM_ERROR: Final = "getitem_error"  # worker_id, index, error
     WORKER_EXIT: Final = "worker_exit"  # worker_id

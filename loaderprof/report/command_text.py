@@ -311,7 +311,7 @@ def _findings(findings: Sequence[Finding], main_site: str | None, width: int) ->
     if sites:
         named = [
             f"{lid} at {' or '.join(sorted(s))}{' (the main loader)' * (main_site in s)}"
-            for lid, s in sorted(sites.items())
+            for lid, s in sorted(sites.items(), key=lambda kv: (len(kv[0]), kv[0]))
         ]
         out += _hang("", f"loaders named: {', '.join(named)}", 8, width)
     return out
