@@ -44,3 +44,22 @@ def test_a_failed_trial_whose_exit_handlers_hang_is_cut_with_its_own_error(
     assert not watch.timed_out
     error = runner._trial_error(watch.events, child.returncode, False, None, cfg, tmp_path / "e")
     assert error is not None and (error.kind, error.message) == ("usage", "no such file")
+
+
+FINISHING = """
+import atexit, sys
+from loaderprof.inside import events
+from loaderprof.inside.trial import _finish
+
+atexit.register(events.emit, sys.argv[1], "handler_ran")
+_finish(sys.argv[1], 3)
+"""
+
+
+def test_a_trial_says_it_is_exiting_before_its_exit_handlers_run(tmp_path: Path) -> None:
+    """The event the parent's cut counts from comes first, then the user's handlers."""
+    events = tmp_path / "events.jsonl"
+    done = subprocess.run([sys.executable, "-c", FINISHING, str(events)], timeout=60)
+    assert done.returncode == 3
+    kinds = [ev["ev"] for ev in EventReader(str(events)).read_new()]
+    assert kinds == [Ev.EXITING, "handler_ran"]
