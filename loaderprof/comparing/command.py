@@ -45,7 +45,7 @@ from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev, EventReader
 from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
 from loaderprof.measure import contention
-from loaderprof.measure.contention import busy_warning
+from loaderprof.measure.contention import busy_warning, unreaped_cpu_s
 from loaderprof.measure.hooked import HookedRun, ProcessTree, check_command, hooked_env, launch
 from loaderprof.measure.sampler import TreeSampler
 from loaderprof.measure.scratch import scratch_dir
@@ -245,8 +245,9 @@ class CommandRunner:
                 if tree.sampler is not None:
                     tree.sampler.stop()
                 mains = {ev["pid"] for ev in trace.events if ev["ev"] == Ev.LOADER_CREATED}
-                late = _stop(proc, tree, reader, mains)
-            trace.feed([ev for ev in [*late, *reader.read_new()] if ev["t"] <= t_end])
+                late = [*_stop(proc, tree, reader, mains), *reader.read_new()]
+            contention.count_unreaped(unreaped_cpu_s([*trace.events, *late]))
+            trace.feed([ev for ev in late if ev["t"] <= t_end])
         return returncode, stopped, leaked, t_end
 
     def _failed(

@@ -48,7 +48,8 @@ class Ev:
     DATASET_ATTRIBUTES: Final = "dataset_attributes"  # sizes
     WORKER_PICKLED: Final = "worker_pickled"  # worker_id, bytes, seconds
     TRIAL_END: Final = "trial_end"
-    # code, unreaped_cpu_s: the user's exit handlers run now (NOTE [no teardown])
+    # code?, unreaped_cpu_s: the user's exit handlers run now (NOTE [no teardown]); from
+    # the hook, in a process that iterated a loader
     EXITING: Final = "exiting"
     WARNING: Final = "warning"  # message
     # category, kind, message, detail, epoch?, worker_id?, pids?, signal?, exitcodes?

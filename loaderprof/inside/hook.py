@@ -577,8 +577,17 @@ def _end(path: str, lid: str, rec: _Epoch, ended: str, **stamp: Any) -> None:
 def _at_exit(path: str, pid: int) -> None:
     """A normal end closes each loader's last epoch as left; one open when an uncaught
     exception ended the program (Ctrl-C included) stays abandoned: it was cut."""
-    died = getattr(sys, "last_value", None) or getattr(sys, "last_exc", None)
-    if os.getpid() != pid or died is not None:
+    if os.getpid() != pid:
+        return
+    if _iterated:
+        # What its forkserver and the workers it forked ran: no process of loaderprof's
+        # reaps them, so they are counted apart (measure/contention.py).
+        from loaderprof.inside import procfs
+
+        with contextlib.suppress(Exception):
+            ran = procfs.descendants_cpu_s(pid, procfs.forkservers(pid))
+            _emit(path, Ev.EXITING, unreaped_cpu_s=ran)
+    if getattr(sys, "last_value", None) or getattr(sys, "last_exc", None):
         return
     for lid in list(_open):
         try:

@@ -91,13 +91,14 @@ def state(pid: int) -> str | None:
         return None
 
 
-def descendants_cpu_s(root: int) -> float:
-    """CPU seconds `root`'s live descendants have run, each with its reaped children's
-    (/proc/PID/stat utime, stime, cutime, cstime): what no process of loaderprof's
-    reaps once `root` ends, and so never reaches its `os.times()` (a forkserver and
-    the workers it forked, a resource tracker)."""
+def descendants_cpu_s(root: int, within: list[int] | None = None) -> float:
+    """CPU seconds `root`'s live descendants have run (or those of the children
+    `within` only), each with its reaped children's (/proc/PID/stat utime, stime,
+    cutime, cstime): what no process of loaderprof's reaps once `root` ends, and so
+    never reaches its `os.times()` (a forkserver and the workers it forked)."""
     total = 0
-    for pid in tree(root)[1:]:
+    pids = tree(root)[1:] if within is None else [p for c in within for p in tree(c)]
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 rest = f.read().rsplit(b")", 1)[1].split()
@@ -105,6 +106,20 @@ def descendants_cpu_s(root: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def forkservers(pid: int) -> list[int]:
+    """`pid`'s children that are multiprocessing's forkserver: orphaned, not joined,
+    when `pid` exits."""
+    out = []
+    for child in children(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"multiprocessing.forkserver" in f.read():
+                    out.append(child)
+        except OSError:
+            continue
+    return out
 
 
 def tree(root: int) -> list[int]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from loaderprof.inside.events import Ev
 from loaderprof.units import plural
 
 # Other processes' share of the usable cores above which timings are flagged: a
@@ -32,6 +34,12 @@ _unreaped_s = 0.0
 def count_unreaped(seconds: float) -> None:
     global _unreaped_s
     _unreaped_s += max(0.0, seconds)
+
+
+def unreaped_cpu_s(events: Iterable[Mapping[str, Any]]) -> float:
+    """What the processes that were exiting said their orphans ran (their EXITING
+    events: a trial's, or a hooked command process's)."""
+    return sum(float(ev.get("unreaped_cpu_s") or 0) for ev in events if ev["ev"] == Ev.EXITING)
 
 
 @dataclass(frozen=True)

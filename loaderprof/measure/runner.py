@@ -254,7 +254,7 @@ def run_trial(
     # exit handlers after it are the user's teardown, in no figure.
     ended = [ev for ev in watch.events if ev["ev"] in (Ev.TRIAL_END, Ev.EXITING)]
     watch.t_end = min([watch.t_end, *(ev["t"] for ev in ended)])
-    contention.count_unreaped(sum(float(ev.get("unreaped_cpu_s") or 0) for ev in ended))
+    contention.count_unreaped(contention.unreaped_cpu_s(ended))
     result = _result(cfg, slot, proc, watch, sampler, files["stderr.log"])
     if watch.interrupted is not None:
         # Hand the partial trial to the scheduler with the interrupt.

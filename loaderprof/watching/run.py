@@ -145,6 +145,7 @@ def run_watch(
             returncode = _wait(proc, fwd, tree, on_tick, kill_after_s)
             tree.reaped = True
             t_end = time.monotonic_ns()
+            contention.count_unreaped(contention.unreaped_cpu_s(events.read_events(path)))
             others = contention.other_cores(cpu, contention.mark())
             leaked = tree.survivors()
             finished = fwd.signum is None

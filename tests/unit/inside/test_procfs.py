@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import namedtuple
+from pathlib import Path
 
 import psutil
 import pytest
@@ -50,3 +51,37 @@ def test_rollup_measures_pss_between_uss_and_rss() -> None:
     rollup = procfs.memory(os.getpid())
     assert rollup is not None and rollup.pss is not None
     assert rollup.uss <= rollup.pss <= rollup.rss
+
+
+FORKSERVER_RUN = """
+import multiprocessing, os, time
+from loaderprof.inside import procfs
+
+def burn():
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+
+if __name__ == "__main__":
+    worker = multiprocessing.get_context("forkserver").Process(target=burn)
+    worker.start()
+    worker.join(60)
+    servers = procfs.forkservers(os.getpid())
+    print(worker.exitcode, len(servers), procfs.descendants_cpu_s(os.getpid(), servers))
+"""
+
+
+def test_a_forkservers_workers_cpu_is_read_before_it_is_orphaned(tmp_path: Path) -> None:
+    """A forkserver is its process's child, the workers the forkserver's: what they ran
+    reaches the forkserver's reaped-children time, never the process's `os.times()`.
+    It is read from the forkserver's subtree (measure/contention.py counts it). In a
+    process of its own: the forkserver ends with it."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fs.py"
+    script.write_text(FORKSERVER_RUN)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    code, servers, ran = out.stdout.split()
+    assert (code, servers) == ("0", "1"), out.stderr
+    assert float(ran) >= 0.3
