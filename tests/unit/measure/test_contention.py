@@ -72,4 +72,4 @@ def test_what_an_orphan_ran_counts_as_the_runs_own() -> None:
     contention.count_unreaped(ran)
     after = mark()
     assert before is not None and after is not None
-    assert after.own_s - before.own_s >= ran
+    assert after.own_s - before.own_s >= ran - 0.011  # os.times() counts in 10 ms ticks
