@@ -238,7 +238,7 @@ def test_a_spawned_workers_imports_are_not_a_large_pickle(tmp_path: Path) -> Non
     out = tmp_path / "r.json"
     run = run_cli(
         *("compare", "lp_slow_import:Small", "--trials", "1", "--epochs", "2"),
-        *("--mp-context", "spawn", "--num-workers", "2", "--batch-size", "4"),
+        *("--mp-context", "spawn", "--num-workers", "1", "--batch-size", "4"),
         *("--worker-init-fn", "lp_slow_import:imports_untimed", "--json", str(out)),
         cwd=tmp_path,
     )
