@@ -585,8 +585,7 @@ def _at_exit(path: str, pid: int) -> None:
         from loaderprof.inside import procfs
 
         with contextlib.suppress(Exception):
-            ran = procfs.descendants_cpu_s(pid, procfs.forkservers(pid))
-            _emit(path, Ev.EXITING, unreaped_cpu_s=ran)
+            _emit(path, Ev.EXITING, unreaped_cpu_s=procfs.forkserver_cpu_s(pid))
     if getattr(sys, "last_value", None) or getattr(sys, "last_exc", None):
         return
     for lid in list(_open):

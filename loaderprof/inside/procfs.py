@@ -91,16 +91,16 @@ def state(pid: int) -> str | None:
         return None
 
 
-def descendants_cpu_s(root: int, within: list[int] | None = None) -> float:
-    """CPU seconds `root`'s live descendants have run (or those of the children
-    `within` only), each with its reaped children's (/proc/PID/stat utime, stime,
-    cutime, cstime): what no process of loaderprof's reaps once `root` ends, and so
-    never reaches its `os.times()` (a forkserver and the workers it forked)."""
+def forkserver_cpu_s(pid: int) -> float:
+    """CPU seconds `pid`'s forkservers and the workers they forked have run, each with
+    its reaped children's (/proc/PID/stat utime, stime, cutime, cstime): orphaned, not
+    joined, when `pid` exits, no process of loaderprof's reaps them, so their time
+    never reaches its `os.times()`. (Fork and spawn workers are `pid`'s own children,
+    which it joins: their time reaches it through `pid`.)"""
     total = 0
-    pids = tree(root)[1:] if within is None else [p for c in within for p in tree(c)]
-    for pid in pids:
+    for member in [p for server in forkservers(pid) for p in tree(server)]:
         try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
+            with open(f"/proc/{member}/stat", "rb") as f:
                 rest = f.read().rsplit(b")", 1)[1].split()
             total += sum(int(v) for v in rest[11:15])
         except (OSError, IndexError, ValueError):
@@ -109,8 +109,7 @@ def descendants_cpu_s(root: int, within: list[int] | None = None) -> float:
 
 
 def forkservers(pid: int) -> list[int]:
-    """`pid`'s children that are multiprocessing's forkserver: orphaned, not joined,
-    when `pid` exits."""
+    """`pid`'s children that are multiprocessing's forkserver."""
     out = []
     for child in children(pid):
         try:

@@ -28,7 +28,7 @@ from loaderprof.errors import ExitCode, UsageError
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
 from loaderprof.inside.loader import OrderRecorder, accelerator_available, recipe
-from loaderprof.inside.procfs import descendants_cpu_s
+from loaderprof.inside.procfs import forkserver_cpu_s
 from loaderprof.inside.spec import EXIT_HANDLERS_S, TrialSpec
 from loaderprof.inside.waits import WaitClock
 
@@ -537,7 +537,7 @@ def _finish(events_path: str, code: int) -> None:
     """The user's exit handlers, then the end (NOTE [no teardown]): after an error too,
     where the parent's cut starts from the same event."""
     # What the trial's orphans ran, which the parent's CPU accounting cannot see.
-    events.emit(events_path, Ev.EXITING, code=code, unreaped_cpu_s=descendants_cpu_s(os.getpid()))
+    events.emit(events_path, Ev.EXITING, code=code, unreaped_cpu_s=forkserver_cpu_s(os.getpid()))
     cut = threading.Timer(EXIT_HANDLERS_S, _exit_now, args=(code,))
     cut.daemon = True
     cut.start()

@@ -67,7 +67,7 @@ if __name__ == "__main__":
     worker.start()
     worker.join(60)
     servers = procfs.forkservers(os.getpid())
-    print(worker.exitcode, len(servers), procfs.descendants_cpu_s(os.getpid(), servers))
+    print(worker.exitcode, len(servers), procfs.forkserver_cpu_s(os.getpid()))
 """
 
 
