@@ -166,7 +166,11 @@ def parse_gate(text: str) -> Gate:
     metric_text, sep, expr = text.partition(":")
     if not sep or not metric_text.strip() or not expr.strip():
         # A shell reads an unquoted < or > as a redirect, leaving `METRIC:` alone.
-        shell = "; quote it in a shell" if sep and not expr.strip() else ""
+        shell = (
+            "; quote it in a shell (an unquoted < or > redirects)"
+            if sep and not expr.strip()
+            else ""
+        )
         raise UsageError(
             f"bad gate {text!r}: expected METRIC:LIMIT, e.g. 'steady_epoch_ratio:<=0.95'{shell}"
         )

@@ -311,3 +311,12 @@ def test_watch_gates_name_findings_its_checks_report() -> None:
     with pytest.raises(UsageError, match="watch --pid finds no 'leaked-files'"):
         watch_gates(["finding:leaked-files"], pid=True)
     assert watch_gates(["finding:pool-rebuilt"], pid=True) == ("pool-rebuilt",)
+
+
+def test_a_limit_a_shell_redirected_away_says_to_quote_it() -> None:
+    """`--fail-on saved_s_per_epoch:>=100ms` unquoted: bash writes a file `=100ms` and
+    loaderprof is left with `saved_s_per_epoch:`."""
+    from loaderprof.analysis.gates import parse_gate
+
+    with pytest.raises(UsageError, match=r"quote it in a shell \(an unquoted < or > redirects\)"):
+        parse_gate("saved_s_per_epoch:")
