@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
 import math
 import os
 import shlex
@@ -458,16 +457,14 @@ def compare_command(
     INTERRUPTS.finishing()
     error = None if failed is None else failed.message
     report = summarise(plan, tuple(trials), why, interrupted, time.monotonic() - t0, error)
-    from loaderprof.model.environment import environment
-    from loaderprof.version import __version__
+    from loaderprof.model.environment import created_now, environment, tool
 
     # As every report carries them; the command's own imports are not seen from here.
-    tool = {"name": "loaderprof", "version": __version__}
-    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     env = environment(None)
     busy = busy_warning(env, contention.other_cores(cpu, contention.mark()))
+    warnings = (busy,) if busy else ()
     report = dataclasses.replace(
-        report, tool=tool, environment=env, created=created, warnings=(busy,) if busy else ()
+        report, tool=tool(), environment=env, created=created_now(), warnings=warnings
     )
     report = dataclasses.replace(report, baseline=baseline_info(plan, report))
     if failed is not None:

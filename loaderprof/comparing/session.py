@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -21,7 +20,7 @@ from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.runner import TrialRunner
-from loaderprof.model.environment import SCHEMA_VERSION, environment
+from loaderprof.model.environment import SCHEMA_VERSION, created_now, environment, tool
 from loaderprof.model.results import (
     ARMS,
     ArmResult,
@@ -34,7 +33,6 @@ from loaderprof.model.results import (
 from loaderprof.model.trials import TrialError, TrialResult
 from loaderprof.report.partial import plan_words
 from loaderprof.units import plural
-from loaderprof.version import __version__
 
 
 def build_report(
@@ -89,7 +87,7 @@ def build_report(
         }
     report = Report(
         schema_version=SCHEMA_VERSION,
-        tool={"name": "loaderprof", "version": __version__},
+        tool=tool(),
         environment=env,
         config=cfg.recorded(),
         arms=arms,
@@ -99,7 +97,7 @@ def build_report(
         complete=complete,
         warnings=(*warnings, *noise),
         errors=errors,
-        created=created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        created=created or created_now(),
         wall_s=wall_s,
         extras=extras,
     )

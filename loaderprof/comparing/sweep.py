@@ -9,7 +9,6 @@ the points in a freshly shuffled (seeded) order, so drift falls on all alike.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import multiprocessing
 import random
 import time
@@ -24,14 +23,13 @@ from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.events import Ev
 from loaderprof.measure.runner import TrialRunner, TrialSlot
-from loaderprof.model.environment import SCHEMA_VERSION, environment
+from loaderprof.model.environment import SCHEMA_VERSION, created_now, environment, tool
 from loaderprof.model.results import (
     SweepPointResult,
     SweepRecommendation,
     SweepReport,
 )
 from loaderprof.units import fmt_bytes, fmt_seconds
-from loaderprof.version import __version__
 
 NEAR_FASTEST = 0.05
 
@@ -322,7 +320,7 @@ def _sweep_report(
     return SweepReport(
         schema_version=SCHEMA_VERSION,
         kind="sweep",
-        tool={"name": "loaderprof", "version": __version__},
+        tool=tool(),
         environment=env,
         config=cfg.to_dict() | {"grid": dataclasses.asdict(grid)},
         points=tuple(summarized),
@@ -330,6 +328,6 @@ def _sweep_report(
         recommendation=recommend(summarized, budget),
         complete=outcome.interrupted is None and not errors,
         warnings=tuple(f"{p.label}: {p.error}" for p in summarized if p.error),
-        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created=created_now(),
         wall_s=wall_s,
     )

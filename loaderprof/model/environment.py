@@ -6,6 +6,7 @@ baseline from another machine, Python or torch build is flagged, never trusted.
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import os
 import platform
@@ -13,6 +14,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from loaderprof.version import __version__
 
 # Every report kind's version (compare, sweep, compare -- COMMAND, watch, watch --pid):
 # one reader, report/json_report.read_report, refuses a newer one.
@@ -81,6 +84,17 @@ def usable_cpus() -> int | None:
     if quota is not None:
         cpus = min(cpus, quota)
     return max(1, math.ceil(cpus))
+
+
+def tool() -> dict[str, str]:
+    """What measured a report: every kind names it the same way."""
+    return {"name": "loaderprof", "version": __version__}
+
+
+def created_now() -> str:
+    """When a run ended (UTC, ISO 8601, to the second): a saved report names itself
+    by it as a baseline."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from loaderprof.model.attached import (
     Helper,
     PoolPoint,
 )
-from loaderprof.model.environment import SCHEMA_VERSION, environment
-from loaderprof.version import __version__
+from loaderprof.model.environment import SCHEMA_VERSION, environment, tool
 from loaderprof.watching.attach import Observer, Proc
 from loaderprof.watching.attach_findings import find
 from loaderprof.watching.pools import Bounded, Pool, lineages
@@ -118,7 +117,7 @@ def build_attach_report(obs: Observer, interrupted: bool) -> AttachReport:
     return AttachReport(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
-        tool={"name": "loaderprof", "version": __version__},
+        tool=tool(),
         environment=environment(None),
         pid=obs.pid,
         command=obs.command,

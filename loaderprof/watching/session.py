@@ -13,10 +13,9 @@ from loaderprof.inside.events import Ev
 from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.hooked import HookedRun
 from loaderprof.measure.readings import peak_worker_processes
-from loaderprof.model.environment import SCHEMA_VERSION, environment
+from loaderprof.model.environment import SCHEMA_VERSION, environment, tool
 from loaderprof.model.results import Finding
 from loaderprof.model.watch import WatchReport
-from loaderprof.version import __version__
 from loaderprof.watching.assemble import by_kind, loaders, pools
 from loaderprof.watching.findings import find
 from loaderprof.watching.run import KILL_AFTER_S, WatchRun, redeliver, run_watch
@@ -54,7 +53,7 @@ def build_watch_report(run: WatchRun) -> WatchReport:
     return WatchReport(
         kind="watch",
         schema_version=SCHEMA_VERSION,
-        tool={"name": "loaderprof", "version": __version__},
+        tool=tool(),
         environment=env,
         command=run.command,
         exit_code=exit_code_of(run.returncode),
