@@ -61,9 +61,6 @@ def compare(
     saved = None
     if p_sum.steady_epoch_s and np_sum.steady_epoch_s:
         saved = np_sum.steady_epoch_s.median - p_sum.steady_epoch_s.median
-    cold_extra = 0.0
-    if p_sum.cold_epoch_s and np_sum.cold_epoch_s:
-        cold_extra = p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median
 
     def diff(a: Stat | None, b: Stat | None) -> int | None:
         return None if a is None or b is None else int(a.median - b.median)
@@ -84,6 +81,13 @@ def compare(
     steady = est(steady_groups, 0, "steady")
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
+    # The first epoch starts workers in both settings: a difference there is taken off
+    # the saving only where the cold ratio shows persistence slower (an earned interval
+    # wholly above 1), never noise, nor a difference whose sign the ratio contradicts.
+    cold_extra = 0.0
+    if p_sum.cold_epoch_s and np_sum.cold_epoch_s and cold is not None:
+        if significant_direction(cold.ratio, cold.p, 1 - CONFIDENCE) == "loss":
+            cold_extra = max(0.0, p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median)
     # Break-even and totals only count a saving the statistics support.
     # Not from an interval too wide to mean anything (see NOTE [earned intervals]).
     significant = (
