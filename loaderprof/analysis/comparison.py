@@ -85,9 +85,9 @@ def compare(
     # the saving only where the cold ratio shows persistence slower (an earned interval
     # wholly above 1), never noise, nor a difference whose sign the ratio contradicts.
     cold_extra = 0.0
-    if p_sum.cold_epoch_s and np_sum.cold_epoch_s and cold is not None:
-        if significant_direction(cold.ratio, cold.p, 1 - CONFIDENCE) == "loss":
-            cold_extra = max(0.0, p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median)
+    slower = cold is not None and significant_direction(cold.ratio, cold.p) == "loss"
+    if slower and p_sum.cold_epoch_s and np_sum.cold_epoch_s:
+        cold_extra = max(0.0, p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median)
     # Break-even and totals only count a saving the statistics support.
     # Not from an interval too wide to mean anything (see NOTE [earned intervals]).
     significant = (

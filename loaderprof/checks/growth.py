@@ -14,6 +14,12 @@ from loaderprof.units import fmt_bytes, listing, noun, plural
 # Shown in a title: a longer series keeps its first and last readings.
 SHOWN_READINGS = 6
 
+# How to see the epochs that tell (NOTE [growth to tell]): compare sets them by its flag
+# (and `compare -- COMMAND` stops the script after them); `watch` follows the script's
+# own loop, which has no flag of loaderprof's.
+MORE_EPOCHS = f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL})"
+MORE_SCRIPT_EPOCHS = f"let the script run {GROWTH_EPOCHS_TO_TELL} or more epochs"
+
 
 def _series(values: Sequence[float], fmt: Callable[[float], str]) -> str:
     shown = [fmt(v) for v in values]
@@ -59,9 +65,10 @@ def leaked_handles(
     grown: Mapping[str, tuple[Sequence[int], str]],
     evidence: Mapping[str, Any],
     arm: str | None = None,
+    more: str = MORE_EPOCHS,
 ) -> Finding:
     """Every persistent worker (by name) that holds more of `key` after every epoch:
-    its series and trend (`growth_trend`)."""
+    its series and trend (`growth_trend`). `more`: how to see the epochs that tell."""
     label = noun(2, HANDLE_LABELS[key])
     names = list(grown)
     epochs = max(len(s) for s, _ in grown.values())
@@ -82,7 +89,7 @@ def leaked_handles(
         fix=f"close what each epoch opens ({label}): use a context manager or open once per "
         "worker and reuse it; a persistent worker never gets a fresh start"
         if severity == "warning"
-        else f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL}) to tell a leak from {label} "
+        else f"{more} to tell a leak from {label} "
         "held once per shard or chunk, which stop growing once every one is open",
         arm=arm,
     )
@@ -104,11 +111,13 @@ def memory_growth(
     arm: str | None = None,
     after: Mapping[str, Sequence[int]] | None = None,
     read: int | None = None,
+    more: str = MORE_EPOCHS,
 ) -> Finding:
     """Every persistent worker or pool (by name) whose memory between epochs grows
     after every epoch, with new memory (RSS) behind it (`new_memory`). `after`: the
     epoch each reading followed, by name, where a pause may have gone unread. `read`:
-    the pauses read, where a long watch merged them (NOTE [bounded series])."""
+    the pauses read, where a long watch merged them (NOTE [bounded series]). `more`: how
+    to see the epochs that tell."""
     after = after or {}
     names = list(grown)
     read = read or max(len(s) for s, _ in grown.values())
@@ -140,7 +149,7 @@ def memory_growth(
         "bound, objects appended per item): with persistent_workers it lives, and grows, "
         "for the whole training"
         if severity == "warning"
-        else f"run more epochs (--epochs {GROWTH_EPOCHS_TO_TELL}) to tell growth that "
+        else f"{more} to tell growth that "
         "continues from memory that settles (a cache that fills once, the allocator)",
         arm=arm,
     )

@@ -13,7 +13,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from loaderprof.checks.growth import leaked_handles, memory_growth
+from loaderprof.checks.growth import (
+    MORE_SCRIPT_EPOCHS,
+    leaked_handles,
+    memory_growth,
+)
 from loaderprof.checks.loader import copy_on_read_finding
 from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import stale_finding, stale_in
@@ -231,7 +235,7 @@ def check_stale(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     ]
 
 
-def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+def check_growth(loaders: Sequence[WatchedLoader], more: str = MORE_SCRIPT_EPOCHS) -> list[Finding]:
     """A persistent pool whose memory between epochs grows every epoch, with new memory
     behind it, by `compare`'s rules (`growth_trend`, `new_memory`)."""
     out = []
@@ -251,12 +255,15 @@ def check_growth(loaders: Sequence[WatchedLoader]) -> list[Finding]:
                     "after_epochs": list(after),
                 },
                 after={name: after},
+                more=more,
             )
         )
     return out
 
 
-def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
+def check_handles(
+    loaders: Sequence[WatchedLoader], more: str = MORE_SCRIPT_EPOCHS
+) -> list[Finding]:
     """Persistent workers holding more files, connections, threads or children after
     every epoch, by `compare`'s rule (`growth_trend`), each of them named."""
     out = []
@@ -274,7 +281,9 @@ def check_handles(loaders: Sequence[WatchedLoader]) -> list[Finding]:
                     pids.append(w.pid)
             if grown:
                 out.append(
-                    leaked_handles(key, grown, {"loader": ld.id, "site": ld.site, "pids": pids})
+                    leaked_handles(
+                        key, grown, {"loader": ld.id, "site": ld.site, "pids": pids}, more=more
+                    )
                 )
                 break
     return out
@@ -310,15 +319,17 @@ def find(
     pools: Sequence[PoolSpan],
     leaked: Sequence[int],
     command: Sequence[str] = (),
+    more: str = MORE_SCRIPT_EPOCHS,
 ) -> tuple[Finding, ...]:
-    """Every watch check; `command`: the watched command, which a fix can name."""
+    """Every watch check; `command`: the watched command, which a fix can name; `more`:
+    how a growth finding's fix asks for the epochs that tell."""
     return (
         *check_recreated(loaders),
         *check_candidates(loaders, command),
         *check_idle_pools(loaders, pools),
-        *check_growth(loaders),
+        *check_growth(loaders, more),
         *check_copy_on_read(loaders),
         *check_stale(loaders),
-        *check_handles(loaders),
+        *check_handles(loaders, more),
         *check_leaked(loaders, leaked),
     )

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
+from loaderprof.checks.growth import MORE_EPOCHS
 from loaderprof.config.run import RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.clock import NS
@@ -74,7 +75,9 @@ def run_findings(run: HookedRun) -> tuple[Finding, ...]:
     """watch's findings for one hooked run (a `compare -- COMMAND` trial: NOTE [command
     findings]), by the same assembly and checks as its report."""
     found = loaders(by_kind(run.events), run.samples, run.gone_ns, run.t0_ns, run.t_end_ns)
-    return find(found, pools(found, (run.t_end_ns - run.t0_ns) / NS), run.leaked_pids)
+    # Its epochs are --epochs: loaderprof stops the command after them.
+    spans = pools(found, (run.t_end_ns - run.t0_ns) / NS)
+    return find(found, spans, run.leaked_pids, more=MORE_EPOCHS)
 
 
 # The sampler's shortest honest interval (as `compare` allows), in ms.

@@ -12,6 +12,7 @@ import pytest
 import loaderprof
 from fakes import FakeRunner
 from loaderprof.checks import memory
+from loaderprof.checks.growth import MORE_EPOCHS
 from loaderprof.comparing.command_events import CommandTrace
 from loaderprof.measure.readings import iter_spans
 from loaderprof.measure.sampler import Sample
@@ -94,6 +95,20 @@ def test_memory_growth_is_one_rule(report: Report, rss_growth_mib: int, grows: b
     rss = [200 * MiB, 200 * MiB + rss_growth_mib * MiB // 2, 200 * MiB + rss_growth_mib * MiB]
     assert _compare_grows(report, uss, rss) is grows
     assert _watch_grows(uss, rss) is grows
+
+
+def test_a_growth_fix_asks_for_epochs_the_way_each_pipeline_sets_them() -> None:
+    # Three readings: too few to tell, so the fix says how to see more epochs.
+    uss = (50 * MiB, 66 * MiB, 82 * MiB)
+    ld = dataclasses.replace(_watched(), idle_uss_by_epoch=uss, idle_rss_by_epoch=uss)
+    (watched,) = findings.check_growth([ld])
+    assert watched.severity == "info"
+    # watch follows the script's own loop: it has no --epochs.
+    assert "let the script run 10 or more epochs" in watched.fix
+    assert "--epochs" not in watched.fix
+    # compare -- COMMAND stops the script after --epochs: that flag sets them.
+    (stopped,) = findings.check_growth([ld], MORE_EPOCHS)
+    assert "run more epochs (--epochs 10)" in stopped.fix
 
 
 def _compare_copies(report: Report, uss: Sequence[int], rss: Sequence[int]) -> bool:
