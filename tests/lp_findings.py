@@ -145,6 +145,24 @@ class UnshardedStream(IterableDataset[torch.Tensor]):
             yield torch.tensor([i])
 
 
+class SelfShuffling(IterableDataset[torch.Tensor]):
+    """litdata's StreamingDataset without set_epoch: each worker's copy counts its
+    epochs and reshuffles its share by that count. Kept workers count on; a fresh pool
+    copies the main process's count, 0, and yields epoch 1's order again."""
+
+    def __init__(self, n: int = 64) -> None:
+        self.n, self.epoch = n, 0
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        self.epoch += 1
+        info = torch.utils.data.get_worker_info()
+        wid, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        share = list(range(wid, self.n, workers))
+        random.Random(self.epoch).shuffle(share)
+        for i in share:
+            yield torch.tensor([i])
+
+
 class RandomAugment(Dataset[torch.Tensor]):
     """A random augmentation drawn from the worker's torch RNG."""
 

@@ -457,8 +457,9 @@ def weigh_findings(verdict: Verdict, findings: Sequence[Finding]) -> Verdict:
     NOTE [the verdict is a promise]: a saving never outweighs training on other
     data than intended. Stale state in the persistent arm turns ENABLE into
     "enable only after the fix, naming the attribute", and anything else into
-    KEEP_OFF. Repeated randomness is a bug with or without persistence: the
-    verdict names it and depends on it, but it does not decide between the arms.
+    KEEP_OFF. Repeated randomness, and a stream whose order one arm repeats, are bugs
+    with or without persistence: the verdict names them and depends on them, but they
+    do not decide between the arms.
     """
     relevant = [f for f in findings if f.id in CORRECTNESS]
     verdict = _mention_persistent_warnings(verdict, findings)
@@ -529,6 +530,8 @@ def _reason(f: Finding) -> str:
             f"{e['main_value']} at epoch {e['epoch']}, workers {e['workers']} kept "
             f"{e['worker_value']}{seen}"
         )
+    if f.id == "stream-order-repeats":
+        return f"the order the model trains on changes with the setting: {f.title}"
     if e.get("attribute") is None:
         # Told by the content digests alone (NOTE [random draws]).
         return f"repeated randomness: {f.title}"

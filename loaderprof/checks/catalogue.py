@@ -34,7 +34,9 @@ CATALOGUE: dict[str, Check] = {
     ),
     "copy-on-read": Check("copy-on-read", ("copy-on-read",)),
     "iterable": Check("iterable sharding", ("iterable-duplicates", "iterable-length")),
-    "order": Check("order", ("order-repeats", "order-differs-between-arms")),
+    "order": Check(
+        "order", ("order-repeats", "order-differs-between-arms", "stream-order-repeats")
+    ),
     "content": Check(
         "content digests",
         ("rng-carried-in-workers", "content-not-reproducible", "repeated-randomness"),

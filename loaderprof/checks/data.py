@@ -50,6 +50,48 @@ def check_order(report: Report) -> list[Finding]:
     return out
 
 
+def check_stream_order(report: Report) -> list[Finding]:
+    """An IterableDataset that shuffles itself: an arm whose workers yield epoch 1's
+    order in every epoch while the other arm's order changes. The shuffle's state lives
+    in the workers' copies of the Dataset (an epoch counter they advance): kept workers
+    go on from it, a fresh pool starts again from the main process's copy (or the
+    reverse, where the main process's copy moves and kept workers never see it). The
+    setting changes the order the model trains on; the samples are the same ones."""
+    if report.extras.get("dataset_kind") != "iterable":
+        return []
+    orders = {
+        name: [e.order_digest for e in arm.trials[0].epochs if e.order_digest]
+        for name, arm in report.arms.items()
+        if arm.trials
+    }
+    out = []
+    for name, own in orders.items():
+        others = [o for other, os_ in orders.items() if other != name for o in os_]
+        if len(own) < 2 or len(set(own)) > 1 or len(set(others)) < 2:
+            continue
+        label = ARM_LABEL[name]
+        out.append(
+            Finding(
+                id="stream-order-repeats",
+                severity="warning",
+                arm=name,
+                title=f"the {label} arm's workers yield the same order every epoch "
+                f"({plural(len(own), 'epoch')}, one order), while the other arm's "
+                f"{plural(len(others), 'epoch')} come in {plural(len(set(others)), 'order')}",
+                evidence={
+                    "arm": name,
+                    "distinct_orders_by_arm": {k: len(set(v)) for k, v in orders.items()},
+                    "epochs_by_arm": {k: len(v) for k, v in orders.items()},
+                },
+                fix="the Dataset shuffles from state its workers keep: advance it from the "
+                "main process before each epoch (set_epoch on the Dataset, as litdata and "
+                "HF datasets take it), which every new pool copies and loaderprof calls "
+                "unless --no-set-epoch",
+            )
+        )
+    return out
+
+
 def content_differs_from(report: Report) -> tuple[int | None, list[int], bool]:
     """With digests, the first trial of each arm epoch by epoch: (the first epoch the
     arms see different samples, every such epoch, whether epoch 1 agreed)."""

@@ -19,6 +19,7 @@ from loaderprof.checks.data import (
     check_content_repeats,
     check_iterable,
     check_order,
+    check_stream_order,
     content_differs_from,
 )
 from loaderprof.checks.environment import check_environment
@@ -95,7 +96,7 @@ def find(report: Report) -> tuple[Finding, ...]:
     for check in CHECKS:
         out.extend(check(report))
     # A state finding explains arms that differ (stale state repeats an epoch too).
-    repeats = [] if state else check_content_repeats(report)
+    repeats = [] if state else [*check_content_repeats(report), *check_stream_order(report)]
     out.extend(repeats)
     out.extend(check_content(report, explained=[*state, *repeats]))
     return tuple(out)

@@ -214,7 +214,7 @@ def _short(value: str) -> str:
 
 # The findings that say persistence changes what the model sees: the verdict weighs
 # them first (NOTE [the verdict is a promise], in loaderprof.analysis.verdict).
-CORRECTNESS = ("stale-worker-state", "repeated-randomness")
+CORRECTNESS = ("stale-worker-state", "repeated-randomness", "stream-order-repeats")
 
 
 def check_state(report: Report) -> list[Finding]:

@@ -266,6 +266,8 @@ def _run_epochs(
             last_batch=last,
             # A cut epoch's sampler never finished its pass: no order to digest.
             order=recorder.last_digest if recorder is not None and not cut else None,
+            # Nor did its workers' streams (`measure.assemble._stream_order`).
+            cut=cut,
             **clock.fields(),
         )
         if idle_s:

@@ -245,7 +245,8 @@ def _epochs(windows: _Windows, by_kind: ByKind, t0_ns: int) -> tuple[EpochResult
                 samples_per_s=n_samples / train_wall if train_wall > 0 else None,
                 worker_pids=tuple(sorted({int(b["pid"]) for b in bevs})),
                 new_worker_pids=tuple(sorted(new_by_epoch.get(e, []))),
-                order_digest=windows.ends[e].get("order"),
+                order_digest=windows.ends[e].get("order")
+                or (None if windows.ends[e].get("cut") else _stream_order(bevs)),
                 max_batch_bytes=max((int(b.get("bytes", 0)) for b in bevs), default=None),
                 last_batch_s=_since(windows.ends[e].get("last_batch"), lo),
                 wait=wait_split(windows.ends[e], wall),
@@ -434,6 +435,22 @@ def _wall_parts(
     wall = (t_end_ns - clock.t0_ns) / NS
     other = wall - sum(known) - parts.epochs_s - parts.pauses_s - (parts.exit_s or 0.0)
     return dataclasses.replace(parts, other_s=max(other, 0.0))
+
+
+def _stream_order(batch_events: Sequence[Mapping[str, Any]]) -> str | None:
+    """An IterableDataset's order, which no sampler holds: each worker's stream, its
+    samples' content digests in the order it made them, worker by worker. The streams,
+    not their interleaving, which `in_order=False` leaves to timing. None without
+    digests."""
+    if not batch_events or any("d" not in b for b in batch_events):
+        return None
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=8)
+    by_worker = sorted(batch_events, key=lambda b: (b.get("worker_id") or 0, b["start"]))
+    for b in by_worker:
+        h.update(f"{b.get('worker_id')}:{','.join(b['d'])};".encode())
+    return h.hexdigest()
 
 
 def _content(batch_events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ FINDINGS = str(TESTS / "lp_findings.py")
         ("PythonObjects", "copy-on-read", "warning", 5),
         ("UnshardedStream", "iterable-duplicates", "error", 5),
         ("ModuleGenerator", "repeated-randomness", "warning", 5),
+        ("SelfShuffling", "stream-order-repeats", "warning", 4),
     ],
 )
 def test_check_finds_exactly_one(
@@ -63,6 +64,11 @@ def test_check_finds_exactly_one(
         # It grows with what is read, past the worker's one-time start-up copy.
         ev = finding["evidence"]
         assert ev["samples_read"] > 0 and ev["uss_bytes_per_1000_samples"] >= 1 << 20
+    if expected == "stream-order-repeats":
+        # A fresh pool restarts the workers' count: the non-persistent arm repeats.
+        assert finding["arm"] == "non_persistent"
+        orders = finding["evidence"]["distinct_orders_by_arm"]
+        assert orders == {"persistent": epochs, "non_persistent": 1}, finding
     assert expected in run.stdout  # shown in the tables too
     jsonschema.validate(report, load_schema(), cls=jsonschema.Draft202012Validator)
 
