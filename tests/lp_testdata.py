@@ -76,6 +76,26 @@ class Stream(IterableDataset[torch.Tensor]):
             yield torch.tensor([i])
 
 
+class LazyStream(IterableDataset[torch.Tensor]):
+    """A sharded stream that opens its source in __iter__ once per worker process,
+    before its first item, as litdata's StreamingDataset sets itself up: `open_s`."""
+
+    def __init__(self, n: int = 64, open_s: float = 0.2) -> None:
+        self.n, self.open_s = n, open_s
+        self._opened_in: int | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        if self._opened_in != os.getpid():
+            time.sleep(self.open_s)
+            self._opened_in = os.getpid()
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return (torch.tensor([i]) for i in range(start, self.n, step))
+
+
 def make_tiny(n: int = 32, blob_mib: int = 0) -> Dataset[torch.Tensor]:
     """A factory function returning a Dataset; with `blob_mib`, one that also holds that
     many MiB of bytes in `blob` (pickled whole into every spawn/forkserver worker)."""

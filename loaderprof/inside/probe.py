@@ -24,7 +24,8 @@ _worker_id: int | None = None
 # The last epoch whose Dataset state this worker reported (see report_state).
 _state_epoch: int | None = None
 # When the batch being built started fetching (its first __getitem__), set by
-# IndexProbe and taken by CollateProbe: a batch span is fetch + collate.
+# IndexProbe (an IterableDataset's: `_time_iterable_fetches`) and taken by
+# CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
 # See NOTE [start-up breakdown]. When this worker began and finished unpickling its
 # Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
@@ -147,6 +148,7 @@ class WorkerInitProbe:
         _thread_demand_base = _thread_demand()
         _init_ns = time_ns()
         _stop_timing_imports()
+        _time_iterable_fetches()
         self._emit(
             Ev.WORKER_INIT,
             worker_id=worker_id,
@@ -457,6 +459,33 @@ def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
 
 
 _OWN = ("inner", "events_path", "epoch_counter")
+
+
+def _time_iterable_fetches() -> None:
+    """An IterableDataset's fetches stamped as an index probe stamps a map-style one's:
+    from the fetcher's iter(), where a Dataset's __iter__ may open its files before its
+    first item (litdata's does), and from each later batch's first next(). torch's
+    own fetcher, patched in this worker only (torch builds it right after the init
+    function); a DataLoader class with a fetcher of its own keeps it, unstamped."""
+    try:
+        from torch.utils.data._utils.fetch import _IterableDatasetFetcher as fetcher
+    except ImportError:
+        return
+    if getattr(fetcher, "_loaderprof_stamped", False):
+        return
+    init, fetch = fetcher.__init__, fetcher.fetch
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        _mark_fetch()
+        init(self, *args, **kwargs)
+
+    def stamped_fetch(self: Any, possibly_batched_index: Any) -> Any:
+        _mark_fetch()
+        return fetch(self, possibly_batched_index)
+
+    fetcher.__init__ = __init__
+    fetcher.fetch = stamped_fetch
+    fetcher._loaderprof_stamped = True
 
 
 def _mark_fetch() -> None:

@@ -363,3 +363,35 @@ def test_help_and_version_do_not_import_torch_or_pandas() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "loaderprof 0.1.0" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        # A map-style Dataset opening its resource at its first __getitem__.
+        ("loaderprof.examples:LazyResourceDataset", "n=64"),
+        # An IterableDataset opening its source in __iter__, before its first item.
+        (f"{DATA}:LazyStream", "n=64"),
+    ],
+    ids=["map-style", "iterable"],
+)
+def test_the_first_items_extra_time_is_read_for_each_kind_of_dataset(
+    tmp_path: Path, dataset: tuple[str, str]
+) -> None:
+    from loaderprof.model.codec import from_dict
+    from loaderprof.model.results import Report
+    from loaderprof.report.rows import first_item_extra
+
+    spec, arg = dataset
+    out = tmp_path / "r.json"
+    args = ("--trials", "1", "--epochs", "3", "-w", "2", "-b", "8", "--json", str(out))
+    run = run_cli("compare", spec, "--arg", arg, *args)
+    assert run.returncode == 0, run.stderr
+    assert "1st item extra / worker" in run.stdout
+    report = from_dict(Report, load(out))
+    for name, arm in report.arms.items():
+        extra = first_item_extra(arm)
+        assert extra is not None, name
+        # Each worker's 0.2 s open, which a sleep cannot shorten; within its first epoch.
+        cold = arm.summary.cold_epoch_s
+        assert cold is not None and 0.15 < extra.median < cold.median, (name, extra)
