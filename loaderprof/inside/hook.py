@@ -152,6 +152,7 @@ def _patch_fetcher(module: Any, path: str) -> None:
                         dataset,
                         loader=_worker_loader,
                         worker_id=probe._worker_id,
+                        held=probe.held_now(path),
                     )
                 except Exception as exc:
                     _warn_once(exc, "a Dataset state record was lost")

@@ -186,6 +186,16 @@ def _held(events_path: str) -> dict[str, int] | None:
     return {"files": held.files, "inet": held.inet, "children": held.children}
 
 
+def held_now(events_path: str) -> dict[str, int] | None:
+    """What this worker holds now, as the sampler counts it (`procfs.HANDLE_LABELS`): a
+    persistent worker's count as its next epoch begins is what it kept from the last,
+    read with no pause between the epochs needed (`watch`'s leak readings)."""
+    from loaderprof.inside import procfs
+
+    held = procfs.handles(os.getpid(), frozenset({events_path, os.path.realpath(events_path)}))
+    return None if held is None else {k: int(getattr(held, k)) for k in procfs.HANDLE_LABELS}
+
+
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:
     """See NOTE [stale worker state]. At its first fetch of each epoch a worker
     fingerprints its own copy of the Dataset. The main process writes the epoch

@@ -72,8 +72,9 @@ class WatchedWorker:
     exited_s: float | None
     peak_uss_bytes: int | None
     peak_pss_bytes: int | None
-    # What it held (files, inet, threads, children) in each pause between its
-    # loader's epochs, from the last reading inside the pause.
+    # What it held (files, inet, threads, children) between its loader's epochs: as it
+    # began each later epoch, by its own count (no pause needed); else the sampler's
+    # last reading inside each pause.
     handles_by_pause: tuple[Mapping[str, int], ...] = ()
     # See NOTE [copy-on-read]. From its first USS reading after its epoch's first batch and
     # its own ready to its USS peak: where USS started, how much USS and RSS grew, and

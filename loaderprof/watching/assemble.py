@@ -95,8 +95,15 @@ def _with_handles(
     epochs: Sequence[WatchedEpoch],
     samples: Sequence[Sample],
     t0: int,
+    resumed: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[WatchedWorker, ...]:
-    """Each worker's handles in each pause between its loader's epochs."""
+    """Each worker's handles between its loader's epochs: what it counted itself as each
+    later epoch began (`resumed`: its WORKER_STATE events), which needs no pause; else
+    the sampler's reading in each pause long enough to hold one."""
+    own: dict[int, list[dict[str, int]]] = {}
+    for ev in sorted(resumed, key=lambda ev: ev["t"]):
+        if ev.get("held"):
+            own.setdefault(int(ev["pid"]), []).append(dict(ev["held"]))
     gaps = [
         (t0 + int(a.end_s * NS), t0 + int(b.start_s * NS))
         for a, b in itertools.pairwise(epochs)
@@ -104,6 +111,9 @@ def _with_handles(
     ]
     out = []
     for w in workers:
+        if w.pid in own:
+            out.append(dataclasses.replace(w, handles_by_pause=tuple(own[w.pid])))
+            continue
         held = []
         for lo, hi in gaps:
             inside = [
@@ -306,7 +316,8 @@ def loaders(
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)
-        workers = _with_handles(workers, epochs, samples, t0)
+        resumed = [e for e in evs.get(Ev.WORKER_STATE, []) if e.get("loader") == lid]
+        workers = _with_handles(workers, epochs, samples, t0, resumed)
         workers = _with_reading(workers, epochs, samples, ev.get("batch_size"), t0)
         done = whole_epochs(epochs)
         startups = [w.startup_s for w in workers if w.startup_s is not None]

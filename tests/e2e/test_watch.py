@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -355,6 +356,42 @@ def test_a_persistent_pool_growing_and_leaking_files_every_epoch(tmp_path: Path)
     # fills, by the rule compare uses: found, at info, saying how many would tell.
     for f in (finding, leak):
         assert (f["severity"], f["evidence"]["trend"]) == ("info", "too-few"), f
+
+
+def test_files_leaked_by_epochs_run_back_to_back_are_counted_by_each_worker(
+    tmp_path: Path,
+) -> None:
+    # No pause between epochs for the sampler to read in: each persistent worker
+    # counts what it holds itself as its next epoch begins.
+    run, report = _watch(
+        tmp_path,
+        """
+        import tempfile
+
+
+        class Leaky(Items):
+            files = []
+
+            def __getitem__(self, i):
+                if i % 4 == 0:  # the first item of every batch: both workers leak
+                    self.files.append(tempfile.TemporaryFile())  # never closed
+                return super().__getitem__(i)
+
+
+        loader = DataLoader(Leaky(), batch_size=4, num_workers=2, persistent_workers=True)
+        for epoch in range(4):
+            for batch in loader:
+                pass
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    (leak,) = [f for f in report["findings"] if f["id"] == "leaked-files"]
+    assert leak["evidence"]["workers_affected"] == 2, leak
+    # Each worker builds 4 batches an epoch: 4 more files as each later epoch begins.
+    for series in leak["evidence"]["files_by_epoch_by_worker"].values():
+        steps = [b - a for a, b in itertools.pairwise(series)]
+        assert steps == [4, 4], leak
+    assert "let the script run 10 or more epochs" in leak["fix"]
 
 
 def test_the_hook_never_fails_the_program_it_watches(tmp_path: Path) -> None:
