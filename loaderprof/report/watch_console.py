@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import shlex
+from collections.abc import Sequence
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -108,17 +110,45 @@ def loaders_table(report: WatchReport) -> RenderableType:
             _figure(first[2 * i + 1], f_k),
         )
     head = "Epoch times (cold: epoch 1 · steady: median of epochs 2..N)"
-    parts: list[RenderableType] = [Text("DataLoaders"), t, Text(head), times]
+    parts: list[RenderableType] = [Text("DataLoaders"), t]
+    if unread := unread_idle(report.loaders):
+        parts.append(_hanging(unread))
+    parts += [Text(head), times]
     waits = [(ld.id, text) for ld in report.loaders if (text := watch_wait_text(ld))]
     if waits:
-        # See NOTE [data wait]. A grid, so that each sentence hangs under its own start.
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column()
-        for lid, text in waits:
-            grid.add_row(lid, text)
-        parts += [Text(WATCH_HEAD), grid]
+        # See NOTE [data wait].
+        parts += [Text(WATCH_HEAD), _hanging(waits)]
     return Group(*parts)
+
+
+def _hanging(rows: Sequence[tuple[str, str]]) -> Table:
+    """Sentences each after its loader's id: a grid, so that each hangs under its start."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for lid, text in rows:
+        grid.add_row(lid, text)
+    return grid
+
+
+def unread_idle(loaders: Sequence[WatchedLoader]) -> list[tuple[str, str]]:
+    """Why a persistent pool shows no idle USS: its memory is read in a pause between
+    its epochs, and no pause held a whole reading (a walk of its workers' pages)."""
+    out = []
+    for ld in loaders:
+        if not ld.persistent_workers or not ld.num_workers or ld.idle_workers_uss_bytes:
+            continue
+        gaps = [b.start_s - a.end_s for a, b in itertools.pairwise(ld.epochs) if a.end_s]
+        if gaps:
+            longest = fmt_seconds(max(gaps))
+            out.append(
+                (
+                    ld.id,
+                    "idle USS held –: no pause between its epochs held a whole reading of "
+                    f"its workers' memory (the longest pause: {longest})",
+                )
+            )
+    return out
 
 
 def pools_table(report: WatchReport) -> RenderableType:

@@ -146,6 +146,19 @@ def test_a_column_with_no_figure_names_no_unit() -> None:
     assert "ms" in console.export_text().split("Epoch times", 1)[1].split("data wait")[0].split()
 
 
+def test_a_persistent_pool_whose_idle_memory_was_not_read_says_why() -> None:
+    from builders import watch_report
+    from loaderprof.report.watch_console import unread_idle
+
+    report = watch_report()
+    # L1 is persistent and read; L2 and L3 keep no workers between epochs.
+    assert unread_idle(report.loaders) == []
+    l1 = dataclasses.replace(report.loaders[0], idle_workers_uss_bytes=None)
+    ((lid, text),) = unread_idle((l1, *report.loaders[1:]))
+    # Its epochs end at 2.9, 3.9 s and start at 3.0, 4.0 s: pauses of 100 ms.
+    assert lid == "L1" and text.endswith("(the longest pause: 100.0 ms)"), text
+
+
 def test_a_command_that_failed_before_any_loader_is_not_told_to_import_torch() -> None:
     """`watch -- python nope.py`: python's own exit status 2, no loader, and no hint
     about torch; the command line reads as it can be pasted back."""
