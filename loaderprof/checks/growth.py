@@ -3,6 +3,7 @@ weighed once for `compare`'s checks and `watch` alike (NOTE [growth to tell]).""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -66,13 +67,20 @@ def leaked_handles(
     evidence: Mapping[str, Any],
     arm: str | None = None,
     more: str = MORE_EPOCHS,
+    limit: int | None = None,
 ) -> Finding:
     """Every persistent worker (by name) that holds more of `key` after every epoch:
-    its series and trend (`growth_trend`). `more`: how to see the epochs that tell."""
+    its series and trend (`growth_trend`). `more`: how to see the epochs that tell.
+    `limit`: the open-file limit the workers started with, which a leak of files
+    reaches (`model.environment.open_files_limit`)."""
     label = noun(2, HANDLE_LABELS[key])
     names = list(grown)
     epochs = max(len(s) for s, _ in grown.values())
     severity, said, trend = _trend({n: t for n, (_, t) in grown.items()}, epochs)
+    reach = _limit_reached(grown, limit) if severity == "warning" and key == "files" else None
+    if reach is not None:
+        said += f"; {reach[0]}"
+        trend = {**trend, **reach[1]}
     readings = "; ".join(f"{n}: {_series(s, str)}" for n, (s, _) in grown.items())
     return Finding(
         id=f"leaked-{key}",
@@ -93,6 +101,25 @@ def leaked_handles(
         "held once per shard or chunk, which stop growing once every one is open",
         arm=arm,
     )
+
+
+def _limit_reached(
+    grown: Mapping[str, tuple[Sequence[int], str]], limit: int | None
+) -> tuple[str, dict[str, Any]] | None:
+    """When the worker that opens the most files an epoch (over its readings) reaches
+    `limit`, at that rate: the clause and its evidence."""
+    rate = {n: (s[-1] - s[0]) / (len(s) - 1) for n, (s, _) in grown.items() if len(s) > 1}
+    rate = {n: r for n, r in rate.items() if r > 0}
+    if not limit or not rate:
+        return None
+    worst = max(rate, key=lambda n: rate[n])
+    held = grown[worst][0][-1]
+    left = max(0, math.ceil((limit - held) / rate[worst]))
+    clause = (
+        f"at {rate[worst]:.3g} more per epoch, {worst} reaches the open-file limit ({limit}) in "
+        f"about {plural(left, 'more epoch')}"
+    )
+    return clause, {"open_files_limit": limit, "epochs_to_limit": left}
 
 
 def _after(epochs: Sequence[int]) -> str:

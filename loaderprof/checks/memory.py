@@ -145,8 +145,9 @@ def check_handles(report: Report) -> list[Finding]:
             extra = min(series) - _at_start(w, key) if series else 0
             if extra > 0 and key != "threads":
                 carried.setdefault(key, []).append(extra)
+    limit = report.environment.get("open_files_limit")
     out = [
-        leaked_handles(key, grown[key], where[key], arm="persistent")
+        leaked_handles(key, grown[key], where[key], arm="persistent", limit=limit)
         for key in HANDLE_LABELS
         if key in grown
     ]

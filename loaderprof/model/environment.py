@@ -58,6 +58,18 @@ def _cgroup_memory_limit() -> int | None:
     return None
 
 
+def open_files_limit() -> int | None:
+    """The soft limit on open files this process has, which the processes it starts
+    (a trial, a watched script, their workers) inherit; None where unlimited."""
+    import resource
+
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
 def _cgroup_cpu_limit() -> float | None:
     """CPUs allowed by cgroup v2 cpu.max ("max 100000" means no limit)."""
     try:
@@ -115,6 +127,7 @@ def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
         "cgroup_memory_limit_bytes": _cgroup_memory_limit(),
         "cgroup_cpu_limit": _cgroup_cpu_limit(),
         "cpus_usable": usable_cpus(),
+        "open_files_limit": open_files_limit(),
         "load_average": load,
         "torch": (imported or {}).get("torch"),
         "start_method": (imported or {}).get("start_method"),

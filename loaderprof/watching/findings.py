@@ -262,7 +262,7 @@ def check_growth(loaders: Sequence[WatchedLoader], more: str = MORE_SCRIPT_EPOCH
 
 
 def check_handles(
-    loaders: Sequence[WatchedLoader], more: str = MORE_SCRIPT_EPOCHS
+    loaders: Sequence[WatchedLoader], more: str = MORE_SCRIPT_EPOCHS, limit: int | None = None
 ) -> list[Finding]:
     """Persistent workers holding more files, connections, threads or children after
     every epoch, by `compare`'s rule (`growth_trend`), each of them named."""
@@ -282,7 +282,11 @@ def check_handles(
             if grown:
                 out.append(
                     leaked_handles(
-                        key, grown, {"loader": ld.id, "site": ld.site, "pids": pids}, more=more
+                        key,
+                        grown,
+                        {"loader": ld.id, "site": ld.site, "pids": pids},
+                        more=more,
+                        limit=limit,
                     )
                 )
                 break
@@ -320,9 +324,11 @@ def find(
     leaked: Sequence[int],
     command: Sequence[str] = (),
     more: str = MORE_SCRIPT_EPOCHS,
+    limit: int | None = None,
 ) -> tuple[Finding, ...]:
     """Every watch check; `command`: the watched command, which a fix can name; `more`:
-    how a growth finding's fix asks for the epochs that tell."""
+    how a growth finding's fix asks for the epochs that tell; `limit`: the open-file
+    limit the command started with."""
     return (
         *check_recreated(loaders),
         *check_candidates(loaders, command),
@@ -330,6 +336,6 @@ def find(
         *check_growth(loaders, more),
         *check_copy_on_read(loaders),
         *check_stale(loaders),
-        *check_handles(loaders, more),
+        *check_handles(loaders, more, limit),
         *check_leaked(loaders, leaked),
     )

@@ -14,7 +14,7 @@ from loaderprof.inside.events import Ev
 from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.hooked import HookedRun
 from loaderprof.measure.readings import peak_worker_processes
-from loaderprof.model.environment import SCHEMA_VERSION, environment, tool
+from loaderprof.model.environment import SCHEMA_VERSION, environment, open_files_limit, tool
 from loaderprof.model.results import Finding
 from loaderprof.model.watch import WatchReport
 from loaderprof.watching.assemble import by_kind, loaders, pools
@@ -64,7 +64,9 @@ def build_watch_report(run: WatchRun) -> WatchReport:
         pools=spans,
         peak_worker_processes=peak_worker_processes(run.samples, workers) if workers else 0,
         leaked_pids=run.leaked_pids,
-        findings=find(found, spans, run.leaked_pids, run.command),
+        findings=find(
+            found, spans, run.leaked_pids, run.command, limit=env.get("open_files_limit")
+        ),
         sampler_duty_cycle=round(run.busy_s / wall, 4) if wall > 0 else None,
         interrupted=run.interrupted_by is not None,
         warnings=(*warnings, busy) if busy else warnings,
@@ -77,7 +79,7 @@ def run_findings(run: HookedRun) -> tuple[Finding, ...]:
     found = loaders(by_kind(run.events), run.samples, run.gone_ns, run.t0_ns, run.t_end_ns)
     # Its epochs are --epochs: loaderprof stops the command after them.
     spans = pools(found, (run.t_end_ns - run.t0_ns) / NS)
-    return find(found, spans, run.leaked_pids, more=MORE_EPOCHS)
+    return find(found, spans, run.leaked_pids, more=MORE_EPOCHS, limit=open_files_limit())
 
 
 # The sampler's shortest honest interval (as `compare` allows), in ms.

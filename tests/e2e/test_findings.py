@@ -60,6 +60,12 @@ def test_check_finds_exactly_one(
         # Both workers grew, and both are named.
         assert finding["evidence"]["worker_ids"] == [0, 1], finding
         assert "worker 0 and worker 1" in finding["title"]
+    if expected == "leaked-files":
+        # One more file an epoch: the limit the workers inherited, less what they hold.
+        ev, limit = finding["evidence"], report["environment"]["open_files_limit"]
+        held = max(s[-1] for s in ev["files_by_epoch_by_worker"].values())
+        assert ev["open_files_limit"] == limit and ev["epochs_to_limit"] == limit - held, ev
+        assert f"reaches the open-file limit ({limit}) in about" in finding["title"]
     if expected == "copy-on-read":
         # It grows with what is read, past the worker's one-time start-up copy.
         ev = finding["evidence"]

@@ -261,6 +261,14 @@ def test_growth_findings_name_every_worker_and_their_severity_follows_the_trend(
     assert few.evidence["files_by_epoch_by_worker"]["worker 1"] == [5, 8, 11]
     leak = leaked_handles("files", {"worker 1": (list(range(10)), "grows")}, {})
     assert leak.severity == "warning" and "still rising after 10 epochs" in leak.title
+    assert "open-file limit" not in leak.title  # no limit known: no projection
+    # 3 files an epoch, 30 held after the 10th: 1024 is reached in about 332 more.
+    series = {"worker 0": ([3 + 3 * k for k in range(10)], "grows")}
+    leak = leaked_handles("files", {**series, "worker 1": ([4] * 10, "grows")}, {}, limit=1024)
+    assert leak.title.endswith(
+        "at 3 more per epoch, worker 0 reaches the open-file limit (1024) in about 332 more epochs"
+    )
+    assert leak.evidence["epochs_to_limit"] == 332
     mib = float(1 << 20)
     grown = memory_growth({"worker 0": ([10 * mib, 14 * mib, 18 * mib], "too-few")}, {})
     assert grown.severity == "info" and "4.0 MiB more private memory" in grown.title
