@@ -3,7 +3,7 @@ and an IterableDataset's split over workers."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loaderprof.model.results import ARM_LABEL, ArmResult, Finding, Report
@@ -65,10 +65,8 @@ def check_stream_order(report: Report) -> list[Finding]:
         if arm.trials
     }
     out = []
-    for name, own in orders.items():
-        others = [o for other, os_ in orders.items() if other != name for o in os_]
-        if len(own) < 2 or len(set(own)) > 1 or len(set(others)) < 2:
-            continue
+    distinct, epochs = _tally(orders)
+    for name, own, others in repeating_arms(orders):
         label = ARM_LABEL[name]
         out.append(
             Finding(
@@ -78,17 +76,33 @@ def check_stream_order(report: Report) -> list[Finding]:
                 title=f"the {label} arm's workers yield the same order every epoch "
                 f"({plural(len(own), 'epoch')}, one order), while the other arm's "
                 f"{plural(len(others), 'epoch')} come in {plural(len(set(others)), 'order')}",
-                evidence={
-                    "arm": name,
-                    "distinct_orders_by_arm": {k: len(set(v)) for k, v in orders.items()},
-                    "epochs_by_arm": {k: len(v) for k, v in orders.items()},
-                },
+                evidence={"arm": name, "distinct_orders_by_arm": distinct, "epochs_by_arm": epochs},
                 fix="the Dataset shuffles from state its workers keep: advance it from the "
                 "main process before each epoch (set_epoch on the Dataset, as litdata and "
                 "HF datasets take it), which every new pool copies and loaderprof calls "
                 "unless --no-set-epoch",
             )
         )
+    return out
+
+
+def _tally(by_arm: Mapping[str, Sequence[str]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per arm: how many different digests its epochs gave, and how many epochs."""
+    return {k: len(set(v)) for k, v in by_arm.items()}, {k: len(v) for k, v in by_arm.items()}
+
+
+def repeating_arms(
+    by_arm: Mapping[str, Sequence[str]],
+) -> list[tuple[str, Sequence[str], list[str]]]:
+    """(arm, its digests, the other arm's) for each arm whose every epoch repeats its
+    first epoch's digest while the other arm's epochs give two or more: only the whole
+    run repeating counts, beside an arm that shows the data does change (NOTE [random
+    draws])."""
+    out = []
+    for name, own in by_arm.items():
+        others = [d for other, ds in by_arm.items() if other != name for d in ds]
+        if len(own) >= 2 and len(set(own)) == 1 and len(set(others)) >= 2:
+            out.append((name, own, others))
     return out
 
 
@@ -125,11 +139,10 @@ def check_content_repeats(report: Report) -> list[Finding]:
     not a pattern."""
     by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
     out = []
-    for name, digests in by_arm.items():
-        others = [d for other, ds in by_arm.items() if other != name for _, d in ds]
-        if len(digests) < 2 or len({d for _, d in digests}) > 1 or len(set(others)) < 2:
-            continue
-        epochs = [e for e, _ in digests]
+    contents = {name: [d for _, d in digests] for name, digests in by_arm.items()}
+    distinct, counts = _tally(contents)
+    for name, _, others in repeating_arms(contents):
+        epochs = [e for e, _ in by_arm[name]]
         label = ARM_LABEL[name]
         out.append(
             Finding(
@@ -145,10 +158,8 @@ def check_content_repeats(report: Report) -> list[Finding]:
                     "source": "content digests",
                     "arm": name,
                     "epochs_repeating_the_first": epochs[1:],
-                    "distinct_epochs_by_arm": {
-                        k: len({d for _, d in v}) for k, v in by_arm.items()
-                    },
-                    "epochs_by_arm": {k: len(v) for k, v in by_arm.items()},
+                    "distinct_epochs_by_arm": distinct,
+                    "epochs_by_arm": counts,
                 },
                 fix="the random source restarts from the same state each epoch (a generator "
                 "seeded once, at import or in __init__, and copied into fresh workers): draw "
@@ -173,8 +184,7 @@ def check_content(report: Report, explained: Sequence[Finding] = ()) -> list[Fin
         return []
     if agreed_first:
         by_arm = {name: _digests(arm) for name, arm in report.arms.items()}
-        fresh = {k: len({d for _, d in v}) for k, v in by_arm.items()}
-        epochs = {k: len(v) for k, v in by_arm.items()}
+        fresh, epochs = _tally({k: [d for _, d in v] for k, v in by_arm.items()})
         # Said only where no epoch of either arm saw another's samples again.
         quality = ", not their quality" if fresh == epochs else ""
         return [

@@ -68,11 +68,13 @@ def leaked_handles(
     arm: str | None = None,
     more: str = MORE_EPOCHS,
     limit: int | None = None,
+    owner: str = "",
 ) -> Finding:
     """Every persistent worker (by name) that holds more of `key` after every epoch:
     its series and trend (`growth_trend`). `more`: how to see the epochs that tell.
     `limit`: the open-file limit the workers started with, which a leak of files
-    reaches (`model.environment.open_files_limit`)."""
+    reaches (`model.environment.open_files_limit`). `owner`: whose workers they are,
+    said once before their names."""
     label = noun(2, HANDLE_LABELS[key])
     names = list(grown)
     epochs = max(len(s) for s, _ in grown.values())
@@ -85,7 +87,7 @@ def leaked_handles(
     return Finding(
         id=f"leaked-{key}",
         severity=severity,
-        title=f"{listing(names)} hold{'s' if len(names) == 1 else ''} more {label} after "
+        title=f"{owner}{listing(names)} hold{'s' if len(names) == 1 else ''} more {label} after "
         f"every epoch ({readings}): {said}",
         evidence={
             **evidence,

@@ -66,7 +66,7 @@ class Ev:
     # main_wait, thread_wait all four or none (NOTE [worker threads])
     WORKER_THREADS: Final = "worker_threads"
     GETITEM_ERROR: Final = "getitem_error"  # worker_id, index, error
-    WORKER_EXIT: Final = "worker_exit"  # worker_id
+    WORKER_EXIT: Final = "worker_exit"  # worker_id, held? (the hook's workers)
     # The user's own process under `watch` (inside/hook.py, see NOTE [watch hook]).
     # loader, site, rank, and the settings inside.hook._describe reads
     LOADER_CREATED: Final = "loader_created"
@@ -77,6 +77,8 @@ class Ev:
     # loader, batches, ended: "exhausted" (StopIteration) or "left" (see inside/hook.py);
     # wait_first, wait_steady (NOTE [data wait])
     ITER_END: Final = "iter_end"
+    # held: {pid: counts} of the process's children alive as it exits, after EXITING
+    HELD_AT_EXIT: Final = "held_at_exit"
 
 
 KINDS: Final = frozenset(v for k, v in vars(Ev).items() if k.isupper())

@@ -38,7 +38,7 @@ import importlib.abc
 import importlib.machinery
 import inspect
 import itertools
-import multiprocessing
+import multiprocessing.util
 import os
 import sys
 import time
@@ -47,7 +47,7 @@ from typing import Any
 
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
-from loaderprof.inside.probe import WorkerInitProbe
+from loaderprof.inside.probe import WorkerInitProbe, held_by_children
 from loaderprof.inside.site import same_site, user_site
 from loaderprof.inside.waits import WaitClock
 
@@ -103,6 +103,8 @@ def _emit(path: str, ev: str, **fields: Any) -> None:
 
 class _QuietProbe(WorkerInitProbe):
     """compare's worker probe, whose records never fail the user's worker."""
+
+    count_held_at_exit = True
 
     def __call__(self, worker_id: int) -> None:
         global _worker_loader
@@ -243,6 +245,7 @@ def _patch(module: Any, path: str) -> None:
     if loader_cls in _patched:
         return
     _patched.add(loader_cls)
+    # After multiprocessing.util's (imported above): runs before it ends a pool's workers.
     atexit.register(_at_exit, path, os.getpid())
     _wrap_init(loader_cls, path)
     _patch_iter(loader_cls, path)
@@ -587,6 +590,7 @@ def _at_exit(path: str, pid: int) -> None:
 
         with contextlib.suppress(Exception):
             _emit(path, Ev.EXITING, unreaped_cpu_s=procfs.forkserver_cpu_s(pid))
+            _emit(path, Ev.HELD_AT_EXIT, held=held_by_children(path, pid))
     if getattr(sys, "last_value", None) or getattr(sys, "last_exc", None):
         return
     for lid in list(_open):

@@ -53,10 +53,11 @@ _thread_demand_base: dict[int, tuple[int, int, int]] = {}
 _init_ns: int | None = None
 
 
-def _on_exit(path: str, worker_id: int) -> None:
+def _on_exit(path: str, worker_id: int, count_held: bool = False) -> None:
     # A finalizer's error would only print a traceback into the worker's last words.
     with contextlib.suppress(OSError):
-        events.emit(path, Ev.WORKER_EXIT, worker_id=worker_id)
+        fields = {"held": held_now(path)} if count_held else {}
+        events.emit(path, Ev.WORKER_EXIT, worker_id=worker_id, **fields)
 
 
 def _inheriting() -> bool:
@@ -127,6 +128,10 @@ def time_ns() -> int:
 
 
 class WorkerInitProbe:
+    # The hook's workers count what they hold as they exit: after a persistent pool's
+    # last epoch, the reading its later epochs' own counts lack (`held_now`).
+    count_held_at_exit = False
+
     def __init__(
         self, events_path: str, user_fn: Callable[[int], Any] | None, loader: str = "train"
     ) -> None:
@@ -164,7 +169,8 @@ class WorkerInitProbe:
         # from the parent's sampler instead.
         from multiprocessing import util
 
-        util.Finalize(None, _on_exit, args=(self.events_path, worker_id), exitpriority=100)
+        args = (self.events_path, worker_id, self.count_held_at_exit)
+        util.Finalize(None, _on_exit, args=args, exitpriority=100)
         if self.user_fn is not None:
             self.user_fn(worker_id)
         self._emit(Ev.WORKER_READY, worker_id=worker_id)
@@ -186,14 +192,26 @@ def _held(events_path: str) -> dict[str, int] | None:
     return {"files": held.files, "inet": held.inet, "children": held.children}
 
 
-def held_now(events_path: str) -> dict[str, int] | None:
-    """What this worker holds now, as the sampler counts it (`procfs.HANDLE_LABELS`): a
-    persistent worker's count as its next epoch begins is what it kept from the last,
-    read with no pause between the epochs needed (`watch`'s leak readings)."""
+def held_now(events_path: str, pid: int | None = None) -> dict[str, int] | None:
+    """What a worker (this one by default) holds now, as the sampler counts it
+    (`procfs.HANDLE_LABELS`): a persistent worker's count as its next epoch begins, or
+    as the program exits, is what it kept from the epoch before, read with no pause
+    between the epochs needed (`watch`'s leak readings)."""
     from loaderprof.inside import procfs
 
-    held = procfs.handles(os.getpid(), frozenset({events_path, os.path.realpath(events_path)}))
+    ignore = frozenset({events_path, os.path.realpath(events_path)})
+    held = procfs.handles(os.getpid() if pid is None else pid, ignore)
     return None if held is None else {k: int(getattr(held, k)) for k in procfs.HANDLE_LABELS}
+
+
+def held_by_children(events_path: str, pid: int) -> dict[int, dict[str, int]]:
+    """`held_now` for each child of `pid`: a persistent pool's workers, alive as the
+    program exits (multiprocessing then terminates them: they count nothing at their
+    own exit), after their last epoch."""
+    from loaderprof.inside import procfs
+
+    counts = {c: held_now(events_path, c) for c in procfs.children(pid)}
+    return {c: h for c, h in counts.items() if h is not None}
 
 
 def report_state(events_path: str, counter: Any, dataset: Any) -> None:

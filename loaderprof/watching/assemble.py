@@ -95,13 +95,14 @@ def _with_handles(
     epochs: Sequence[WatchedEpoch],
     samples: Sequence[Sample],
     t0: int,
-    resumed: Sequence[Mapping[str, Any]] = (),
+    counted: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[WatchedWorker, ...]:
-    """Each worker's handles between its loader's epochs: what it counted itself as each
-    later epoch began (`resumed`: its WORKER_STATE events), which needs no pause; else
-    the sampler's reading in each pause long enough to hold one."""
+    """Each worker's handles after each of its loader's epochs: what it counted itself
+    as each later epoch began and as it exited (`counted`: its WORKER_STATE and
+    WORKER_EXIT events), which needs no pause; else the sampler's reading in each pause
+    long enough to hold one."""
     own: dict[int, list[dict[str, int]]] = {}
-    for ev in sorted(resumed, key=lambda ev: ev["t"]):
+    for ev in sorted(counted, key=lambda ev: ev["t"]):
         if ev.get("held"):
             own.setdefault(int(ev["pid"]), []).append(dict(ev["held"]))
     gaps = [
@@ -316,8 +317,16 @@ def loaders(
         lid = str(ev["loader"])
         workers = _workers(evs, lid, samples, gone, t0)
         epochs = _epochs(evs, lid, workers, t0, t_end)
+        pids = {w.pid for w in workers}
         resumed = [e for e in evs.get(Ev.WORKER_STATE, []) if e.get("loader") == lid]
-        workers = _with_handles(workers, epochs, samples, t0, resumed)
+        exited = [e for e in evs.get(Ev.WORKER_EXIT, []) if e["pid"] in pids]
+        exited += [
+            {"pid": int(p), "t": e["t"], "held": h}
+            for e in evs.get(Ev.HELD_AT_EXIT, [])
+            for p, h in e["held"].items()
+            if int(p) in pids
+        ]
+        workers = _with_handles(workers, epochs, samples, t0, [*resumed, *exited])
         workers = _with_reading(workers, epochs, samples, ev.get("batch_size"), t0)
         done = whole_epochs(epochs)
         startups = [w.startup_s for w in workers if w.startup_s is not None]

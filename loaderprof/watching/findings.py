@@ -273,11 +273,11 @@ def check_handles(
                 continue
             grown = {}
             pids = []
-            for w in ld.workers:
+            for w in sorted(ld.workers, key=lambda w: w.worker_id):
                 series = [h[key] for h in w.handles_by_pause]
                 trend = growth_trend([float(v) for v in series], 1.0)
                 if trend is not None:
-                    grown[f"loader {ld.id}'s persistent worker {w.worker_id}"] = (series, trend)
+                    grown[f"worker {w.worker_id}"] = (series, trend)
                     pids.append(w.pid)
             if grown:
                 out.append(
@@ -287,6 +287,7 @@ def check_handles(
                         {"loader": ld.id, "site": ld.site, "pids": pids},
                         more=more,
                         limit=limit,
+                        owner=f"loader {ld.id}'s persistent ",
                     )
                 )
                 break

@@ -387,10 +387,12 @@ def test_files_leaked_by_epochs_run_back_to_back_are_counted_by_each_worker(
     assert run.returncode == 0, run.stderr
     (leak,) = [f for f in report["findings"] if f["id"] == "leaked-files"]
     assert leak["evidence"]["workers_affected"] == 2, leak
-    # Each worker builds 4 batches an epoch: 4 more files as each later epoch begins.
+    # Each worker builds 4 batches an epoch: 4 more files as each later epoch begins,
+    # and as it exits: a reading after each of the 4 epochs.
     for series in leak["evidence"]["files_by_epoch_by_worker"].values():
         steps = [b - a for a, b in itertools.pairwise(series)]
-        assert steps == [4, 4], leak
+        assert steps == [4, 4, 4], leak
+    assert leak["evidence"]["epochs_seen"] == 4
     assert "let the script run 10 or more epochs" in leak["fix"]
 
 
