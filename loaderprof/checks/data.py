@@ -64,26 +64,27 @@ def check_stream_order(report: Report) -> list[Finding]:
         for name, arm in report.arms.items()
         if arm.trials
     }
-    out = []
     distinct, epochs = _tally(orders)
-    for name, own, others in repeating_arms(orders):
-        label = ARM_LABEL[name]
-        out.append(
-            Finding(
-                id="stream-order-repeats",
-                severity="warning",
-                arm=name,
-                title=f"the {label} arm's workers yield the same order every epoch "
-                f"({plural(len(own), 'epoch')}, one order), while the other arm's "
-                f"{plural(len(others), 'epoch')} come in {plural(len(set(others)), 'order')}",
-                evidence={"arm": name, "distinct_orders_by_arm": distinct, "epochs_by_arm": epochs},
-                fix="the Dataset shuffles from state its workers keep: advance it from the "
-                "main process before each epoch (set_epoch on the Dataset, as litdata and "
-                "HF datasets take it), which every new pool copies and loaderprof calls "
-                "unless --no-set-epoch",
-            )
+    return [
+        Finding(
+            "stream-order-repeats",
+            "warning",
+            f"the {ARM_LABEL[name]} arm's workers yield the same order every epoch "
+            f"({plural(len(own), 'epoch')}, one order), while the other arm's "
+            f"{plural(len(others), 'epoch')} come in {plural(len(set(others)), 'order')}",
+            {"arm": name, "distinct_orders_by_arm": distinct, "epochs_by_arm": epochs},
+            _RESHUFFLE,
+            arm=name,
         )
-    return out
+        for name, own, others in repeating_arms(orders)
+    ]
+
+
+_RESHUFFLE = (
+    "the Dataset shuffles from state its workers keep: advance it from the main process "
+    "before each epoch (set_epoch on the Dataset, as litdata and HF datasets take it), "
+    "which every new pool copies and loaderprof calls unless --no-set-epoch"
+)
 
 
 def _tally(by_arm: Mapping[str, Sequence[str]]) -> tuple[dict[str, int], dict[str, int]]:
