@@ -20,28 +20,65 @@ def register(app: typer.Typer) -> None:
 
 
 def run(values: dict[str, Any]) -> int:
-    from loaderprof.report.console import print_report
-    from loaderprof.report.json_report import is_command, is_sweep, read_report, read_sweep
-    from loaderprof.report.sweep_console import sweep_table
+    from loaderprof.report.json_report import kind_in
 
     values = dict(values)
     path = values.pop("path")
     out_opts, ui = split(values, OutputOptions, UiOptions)
-    if is_sweep(path):
-        outputs = Outputs("sweep", out_opts, what=f"{path} is a sweep report, which")
-        sweep = read_sweep(path)
-        stdout_console(outputs.json_to_stdout).print(sweep_table(sweep, verbose=ui.verbose))
-        return saved_code(outputs.write(sweep))
-    if is_command(path):
-        return _command(path, out_opts)
+    # Each kind of report shown as the command that wrote it showed it; a file of no
+    # kind loaderprof writes is one line from the compare reader, before any output.
+    show = {
+        "sweep": _sweep,
+        "compare-command": _command,
+        "watch": _watch,
+        "attach": _attach,
+    }.get(kind_in(path), _compare)
+    return show(path, out_opts, ui.verbose)
+
+
+def _compare(path: Path, out_opts: OutputOptions, verbose: bool) -> int:
+    from loaderprof.report.console import print_report
+    from loaderprof.report.json_report import read_report
+
     outputs = Outputs("compare", out_opts)
-    # A watch report (or any other kind) is one line naming it, before any output.
-    report = read_report(path, needs="loaderprof report reads compare and sweep reports")
-    print_report(report, stdout_console(outputs.json_to_stdout), verbose=ui.verbose)
+    report = read_report(path, needs="loaderprof report reads the reports loaderprof writes")
+    print_report(report, stdout_console(outputs.json_to_stdout), verbose=verbose)
     return saved_code(outputs.write(report))
 
 
-def _command(path: Path, out_opts: OutputOptions) -> int:
+def _sweep(path: Path, out_opts: OutputOptions, verbose: bool) -> int:
+    from loaderprof.report.json_report import read_sweep
+    from loaderprof.report.sweep_console import sweep_table
+
+    outputs = Outputs("sweep", out_opts, what=f"{path} is a sweep report, which")
+    sweep = read_sweep(path)
+    stdout_console(outputs.json_to_stdout).print(sweep_table(sweep, verbose=verbose))
+    return saved_code(outputs.write(sweep))
+
+
+def _watch(path: Path, out_opts: OutputOptions, verbose: bool) -> int:
+    """A watch report: its tables and findings again, as watch printed them."""
+    from loaderprof.report.json_report import read_watch
+    from loaderprof.report.watch_console import render
+
+    outputs = Outputs("watch", out_opts, what=f"{path} is a watch report, which")
+    report = read_watch(path)
+    stdout_console(outputs.json_to_stdout).print(render(report))
+    return saved_code(outputs.write(report))
+
+
+def _attach(path: Path, out_opts: OutputOptions, verbose: bool) -> int:
+    """A `watch --pid` report, as the watch printed it."""
+    from loaderprof.report.attach_console import render
+    from loaderprof.report.json_report import read_attach
+
+    outputs = Outputs("attach", out_opts, what=f"{path} is a watch --pid report, which")
+    report = read_attach(path)
+    stdout_console(outputs.json_to_stdout).print(render(report))
+    return saved_code(outputs.write(report))
+
+
+def _command(path: Path, out_opts: OutputOptions, verbose: bool) -> int:
     """A `compare -- COMMAND` report: its screen again, as the run printed it."""
     import shutil
     import sys

@@ -67,10 +67,8 @@ def _load(path: str | Path) -> dict[str, Any]:
 READERS = {
     "compare": "read it with loaderprof report or loaderprof diff",
     "sweep": "read it with loaderprof report",
-    # Nothing reads one back (watch prints its tables as it runs): saying so beats
-    # naming the writer, which is not what the user needs next.
-    "watch": "no loaderprof command reads watch reports back; its JSON follows schema watch-v1",
-    "attach": "no loaderprof command reads attach reports back; its JSON follows schema attach-v1",
+    "watch": "read it with loaderprof report",
+    "attach": "read it with loaderprof report",
     "compare-command": "read it with loaderprof report; compare two with compare --baseline",
 }
 
@@ -80,12 +78,10 @@ def kind_of(data: dict[str, Any]) -> str:
     return str(data.get("kind") or "compare")
 
 
-def is_sweep(path: str | Path) -> bool:
-    return kind_of(_load(path)) == "sweep"
-
-
-def is_command(path: str | Path) -> bool:
-    return kind_of(_load(path)) == "compare-command"
+def kind_in(path: str | Path) -> str:
+    """The kind of the report at `path` (one line naming what is wrong with any other
+    file)."""
+    return kind_of(_load(path))
 
 
 def require_kind(path: str | Path, data: dict[str, Any], wanted: str, needs: str) -> None:
@@ -119,6 +115,14 @@ def read_command(path: str | Path, *, needs: str = "") -> CommandReport:
     """A `compare -- COMMAND` report; one written before a field was added loads with
     that field's default."""
     return _read(path, CommandReport, "compare-command", needs, "compare -- COMMAND report")
+
+
+def read_watch(path: str | Path) -> WatchReport:
+    return _read(path, WatchReport, "watch", "", "watch report")
+
+
+def read_attach(path: str | Path) -> AttachReport:
+    return _read(path, AttachReport, "attach", "", "watch --pid report")
 
 
 def read_sweep(path: str | Path, *, needs: str = "this command reads sweep reports") -> SweepReport:

@@ -13,6 +13,7 @@ from loaderprof.report.rows import (
     epoch_count,
     evidence_items,
     loader_text,
+    most_workers,
     plan_text,
     summary_rows,
 )
@@ -102,7 +103,7 @@ def watch_markdown(report: WatchReport) -> str:
         "",
         f"Exit status {report.exit_code} · {fmt_seconds(report.wall_s)} · "
         f"{plural(len(report.loaders), 'DataLoader')} · most worker processes at once: "
-        f"{report.peak_worker_processes}",
+        f"{most_workers(report.peak_worker_processes)}",
         "",
         "| loader | built at | workers | persistent | epochs | reused | steady epoch | "
         "peak USS / worker |",

@@ -29,6 +29,14 @@ __all__ = [
 REUSED = {True: "yes", False: "no", None: "unclear"}
 # A watched loader's: None there is nothing to reuse (no workers, or one epoch).
 LOADER_REUSED = {True: "yes", False: "no", None: "–"}
+
+
+def most_workers(peak: int | None) -> str:
+    """A watched run's most worker processes at once; None: no memory tick counted them
+    (the command ended before the sampler's first)."""
+    return "not sampled" if peak is None else str(peak)
+
+
 ARM_SHORT = {"persistent": "persist.", "non_persistent": "non-pers."}
 # Each arm's colour in every figure (the plot, the HTML page).
 ARM_COLOR = {"persistent": "#2a9d8f", "non_persistent": "#e76f51"}

@@ -15,7 +15,7 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.watch import WatchedLoader, WatchReport
 from loaderprof.report.console import findings_panel, num, unit_of
 from loaderprof.report.datawait import WATCH_HEAD, watch_wait_text
-from loaderprof.report.rows import LOADER_REUSED, epoch_count
+from loaderprof.report.rows import LOADER_REUSED, epoch_count, most_workers
 from loaderprof.units import fmt_pct, fmt_seconds, plural
 
 _TORCH = "torch.utils.data.dataloader.DataLoader"
@@ -153,7 +153,7 @@ def unread_idle(loaders: Sequence[WatchedLoader]) -> list[tuple[str, str]]:
 
 def pools_table(report: WatchReport) -> RenderableType:
     """Which worker pools were alive when: one bar per pool over the command's run."""
-    most = report.peak_worker_processes
+    most = most_workers(report.peak_worker_processes)
     title = f"Worker pools over the run (most worker processes at once: {most})"
     t = Table(**_PLAIN)  # type: ignore[arg-type]
     t.add_column("loader", no_wrap=True)

@@ -24,7 +24,7 @@ from loaderprof.model.attached import (
 from loaderprof.report.attach_console import attach_markdown, head, render
 from loaderprof.report.attach_trace import to_attach_trace_json
 from loaderprof.report.exporters import check_targets, export, kind_of
-from loaderprof.report.json_report import load_schema
+from loaderprof.report.json_report import load_schema, read_attach
 from loaderprof.watching.attach_findings import find
 
 MIB = 1024 * 1024
@@ -230,6 +230,8 @@ def test_json_and_markdown_through_the_registry(tmp_path: Path) -> None:
     assert [p["id"] for p in data["pools"]] == ["P1", "P2"]
     assert (tmp_path / "a.md").read_text() == attach_markdown(report)
     assert "| P2 | 2 ×3 |" in attach_markdown(report)
+    # Read back by `loaderprof report`, the same report.
+    assert read_attach(tmp_path / "a.json") == report
     # What only a started command has is refused before the watch begins.
     with pytest.raises(UsageError, match="--html"):
         check_targets("attach", [("html", tmp_path / "t.html")])

@@ -11,13 +11,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 import typer
+from rich.console import Console
 
+from loaderprof.cli import _run
 from loaderprof.commands import watch
 from loaderprof.config.options import WATCH_HELP, GateOptions, OutputOptions, RunOptions
 from loaderprof.errors import UsageError
 from loaderprof.model.watch import WatchReport
 from loaderprof.report.exporters import EXPORTERS, check_targets, export, kind_of
-from loaderprof.report.json_report import load_schema
+from loaderprof.report.json_report import load_schema, read_watch
+from loaderprof.report.markdown import watch_markdown
+from loaderprof.report.watch_console import render
 from loaderprof.watching.run import WatchRun
 from loaderprof.watching.session import build_watch_report
 
@@ -71,6 +75,26 @@ def test_watch_json_markdown_and_trace_are_written_by_the_registry(tmp_path: Pat
     assert "| L1 | `train.py:9` | 2 | yes | 2 | yes |" in (tmp_path / "w.markdown").read_text()
     trace = json.loads((tmp_path / "w.trace").read_text())
     assert any(e.get("name") == "epoch 2" for e in trace["traceEvents"])
+
+
+def test_report_shows_a_saved_watch_report_as_watch_printed_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _report(other_cores=1.4)
+    saved = tmp_path / "w.json"
+    export(report, [("json", saved)], strict=False)
+    assert read_watch(saved) == report
+    md = tmp_path / "again.md"
+    assert _run(["report", str(saved), "--markdown", str(md)], debug=False) == 0
+    out = capsys.readouterr().out
+    shown = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    shown.print(render(report))
+    assert [ln.rstrip() for ln in out.splitlines()] == [
+        ln.rstrip() for ln in shown.export_text().splitlines()
+    ]
+    assert md.read_text() == watch_markdown(report)
+    # No sampler tick counted the workers of this hand-made run: said, not "None".
+    assert "most worker processes at once: not sampled" in out
 
 
 def test_the_registry_refuses_what_a_watch_report_cannot_be(tmp_path: Path) -> None:
