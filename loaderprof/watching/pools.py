@@ -2,12 +2,14 @@
 
 NOTE [pools from outside]: with no hook in the job, a DataLoader's workers are known
 only by what /proc says of each child process: its parent, when it was born, its
-command line. Workers of one iterator start together, so the job's Python children
-born from one parent each within BIRTH_WINDOW_S of the one before are one pool (and
+command line. A worker is forked (its parent's command line), spawned or the
+forkserver's; workers of one iterator start together, so such children born from one
+parent each within BIRTH_WINDOW_S of the one before are one pool (and
 they end together, so a pool some of whose workers outlive the others' exit by
 SPLIT_AFTER_S was two, and is split); its
-helpers (multiprocessing's resource tracker and forkserver, torch_shm_manager,
-anything that is not Python) are named by their command line and are no pool. A
+helpers (multiprocessing's resource tracker and forkserver, torch_shm_manager, a
+Python program of its own such as a metrics service or torchrun's ranks, anything
+that is not Python) are named by their command line and are no pool. A
 pool born after an earlier pool of the same parent, start method and size had
 exited replaced it: one lineage, rebuilt (its loader's workers started again); a
 pool that lives on through its own epochs is persistent. Epochs are inferred, from
@@ -64,8 +66,9 @@ HELPERS = {
 
 def classify(cmdline: Sequence[str], exe: str, parent_cmdline: Sequence[str]) -> tuple[str, str]:
     """(role, start method) of a child from its command line and its parent's: role
-    "worker" (a Python child that could be a DataLoader worker), or the helper it is
-    ("resource tracker", "forkserver", "torch_shm_manager", "not Python"); the start
+    "worker" (a Python child that could be a DataLoader worker), or what else it is
+    ("resource tracker", "forkserver", "torch_shm_manager", "Python process", "not
+    Python"); the start
     method as it can be read ("spawn", "fork", "forkserver", or "" where unknown)."""
     text = " ".join(cmdline)
     server = "multiprocessing.forkserver" in " ".join(parent_cmdline)
@@ -87,7 +90,10 @@ def classify(cmdline: Sequence[str], exe: str, parent_cmdline: Sequence[str]) ->
     # A forked child keeps its parent's command line.
     if list(cmdline) == list(parent_cmdline):
         return "worker", "fork"
-    return "worker", ""
+    # A Python program of its own (a logging or metrics service, an evaluation script,
+    # torchrun's ranks): a DataLoader worker is forked, spawned or the forkserver's,
+    # never exec'd with other arguments. Its own children are told against it.
+    return "Python process", ""
 
 
 def _python(name: str) -> bool:

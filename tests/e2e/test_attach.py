@@ -165,6 +165,9 @@ def test_a_pool_whose_memory_grows_every_epoch(tmp_path: Path) -> None:
     job = Job(
         tmp_path,
         """
+        # A Python program of the job's own (a metrics service): not a pool.
+        import subprocess
+        service = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         loader = DataLoader(
             Busy(80, grow=300_000), batch_size=4, num_workers=2, persistent_workers=True
         )
@@ -172,6 +175,8 @@ def test_a_pool_whose_memory_grows_every_epoch(tmp_path: Path) -> None:
             for _ in loader:
                 pass
             time.sleep(0.8)
+        service.kill()
+        service.wait()
         """,
     )
     out = tmp_path / "a.json"
@@ -181,7 +186,9 @@ def test_a_pool_whose_memory_grows_every_epoch(tmp_path: Path) -> None:
     assert job.proc.wait(timeout=30) == 0
     report = _report(out)
     (pool,) = report["pools"]
-    assert pool["persistent"] is True
+    assert pool["persistent"] is True and pool["workers"] == 2
+    assert [h["role"] for h in report["helpers"]] == ["Python process"]
+    assert report["peak_worker_processes"] == 2
     assert pool["epochs_from"] == "CPU activity"
     assert len(pool["idle_uss_by_epoch"]) >= 3
     assert pool["idle_after_epochs"] == list(range(1, len(pool["idle_uss_by_epoch"]) + 1))

@@ -49,7 +49,7 @@ JOB = [PY, "train.py", "--lr", "0.1"]
             ("worker", "spawn"),
         ),
         (JOB, PY, JOB, ("worker", "fork")),
-        ([PY, "other.py"], PY, JOB, ("worker", "")),
+        ([PY, "other.py"], PY, JOB, ("Python process", "")),
     ],
 )
 def test_a_child_is_told_by_its_command_line(
