@@ -64,9 +64,8 @@ class TrialSlot:
         return self.role != "timing"
 
 
-# Runs one trial and returns it measured: a TemplateRunner (a fresh process sampled
-# from outside), or a fake that assembles synthetic events in tests. Called as
-# runner(cfg, slot, workdir, on_event), on_event receiving each event as it arrives.
+# runner(cfg, slot, workdir, on_event) runs one trial and returns it measured (on_event
+# gets each event as it comes): a TemplateRunner, or a fake assembling tests' events.
 TrialRunner = Callable[[RunConfig, "TrialSlot", Path, "EventCallback | None"], TrialResult]
 
 
@@ -338,6 +337,9 @@ def _follow(
                     # Epoch 1 only, where both arms start their workers: a deep
                     # sample in later epochs would slow only the non-persistent arm.
                     delivered.add(ev["pid"])
+                    sampler.request_deep()
+                elif ev["ev"] == Ev.VAL_START:
+                    # A walk inside the pass, before a short one ends (NOTE [validation pass]).
                     sampler.request_deep()
                 elif ev["ev"] == Ev.IDLE_START and pauses is not None:
                     pauses.began(ev["epoch"], ev["t"])
