@@ -33,14 +33,18 @@ def _epochs(pool: AttachedPool) -> str:
     return f"{pool.epochs_inferred} ({_FROM.get(pool.epochs_from, pool.epochs_from)})"
 
 
+def watched_s(report: AttachReport) -> float:
+    """Until the job exited, not the look for workers it left behind after it."""
+    return report.job_exited_s if report.job_exited_s is not None else report.wall_s
+
+
 def head(report: AttachReport) -> str:
     ended = {
         "job exit": "ended when the job exited",
         "duration": "ended at --duration",
         "interrupt": "ended by a signal",
     }
-    # Until the job exited, not the look for workers it left behind after it.
-    watched = report.job_exited_s if report.job_exited_s is not None else report.wall_s
+    watched = watched_s(report)
     return (
         f"loaderprof watch --pid {report.pid}: {shlex.join(report.command)}\n"
         f"watched {fmt_seconds(watched)} from outside, "
@@ -77,10 +81,12 @@ def pools_table(report: AttachReport) -> RenderableType:
 
 def timeline(report: AttachReport) -> RenderableType:
     """When each pool's workers were alive over the watch: one row per pool."""
-    t = titled(f"Pools over the watch (0 … {fmt_seconds(report.wall_s)})")
+    span = watched_s(report)
+    t = titled(f"Pools over the watch (0 … {fmt_seconds(span)})")
     t.add_column("pool")
-    t.add_column("alive", no_wrap=True)
-    scale = _WIDTH / report.wall_s if report.wall_s > 0 else 0.0
+    # Full width, blanks kept: the right edge is the job's exit, for every bar.
+    t.add_column("alive", no_wrap=True, min_width=_WIDTH)
+    scale = _WIDTH / span if span > 0 else 0.0
     for p in report.pools:
         cells = [" "] * _WIDTH
         for g in p.generations:
@@ -88,7 +94,7 @@ def timeline(report: AttachReport) -> RenderableType:
             end = report.wall_s if g.ended_s is None else g.ended_s
             hi = min(_WIDTH, max(lo + 1, int(end * scale)))
             cells[lo:hi] = "━" * (hi - lo)
-        t.add_row(p.id, "".join(cells).rstrip())
+        t.add_row(p.id, "".join(cells))
     return t
 
 

@@ -4,6 +4,7 @@ columns and its outputs through the exporter registry."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from loaderprof.model.attached import (
     Helper,
     PoolPoint,
 )
-from loaderprof.report.attach_console import attach_markdown, head, render
+from loaderprof.report.attach_console import attach_markdown, head, render, timeline
 from loaderprof.report.attach_trace import to_attach_trace_json
 from loaderprof.report.exporters import check_targets, export, kind_of
 from loaderprof.report.json_report import load_schema, read_attach
@@ -202,6 +203,22 @@ def test_the_screen_fits_80_columns() -> None:
     for shown in ("P1", "P2", "2 ×5", "births", "left behind after the job exited: 101"):
         assert shown in text
     assert "not seen from outside" in text
+
+
+def test_the_timeline_spans_the_job_and_a_pool_that_ended_early_stops_short() -> None:
+    # The job exited at 7.0 s (then the look for leftovers ran to 7.5 s); P2's last
+    # generation ended at 5.8 s: its bar stops at 5.8 / 7.0 of the width.
+    report = _report((_persistent(), _rebuilt()))
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(timeline(report))
+    text = console.export_text()
+    assert "Pools over the watch (0 … 7.00 s)" in text
+    rows = [ln.split("│") for ln in text.splitlines() if ln.startswith("│")]
+    bars = {cells[1].strip(): cells[2] for cells in rows}
+    p1, p2 = bars["P1"], bars["P2"]
+    assert len(p1) == len(p2) and p1.rstrip().endswith("━") and len(p1.rstrip()) == len(p1) - 1
+    width = len(p1) - 2  # the cell's padding
+    assert len(p2.rstrip()) - 1 == int(5.8 / 7.0 * width)
 
 
 def test_the_head_times_the_job_not_the_look_for_workers_left_behind() -> None:
