@@ -224,7 +224,10 @@ def num(v: float) -> str:
 def cell(stat: Stat | None, k: float) -> str:
     if stat is None:
         return "–"
-    spread = "" if stat.n == 1 else f" ±{num(stat.iqr / 2 * k)}"
+    half = stat.iqr / 2 * k
+    # A spread below what two decimals show is not none: "±0" is kept for none at all.
+    shown = "<0.01" if half > 0 and num(half) == "0" else num(half)
+    spread = "" if stat.n == 1 else f" ±{shown}"
     return f"{num(stat.median * k)}{spread}"
 
 

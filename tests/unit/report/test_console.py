@@ -6,8 +6,10 @@ from rich.console import Console
 
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
+from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Report
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
+from loaderprof.report.console import cell
 from loaderprof.report.rows import evidence_items
 from loaderprof.report.trial_tables import epochs_table
 from loaderprof.units import MiB, fmt_seconds
@@ -113,3 +115,14 @@ def test_a_figure_two_decimals_would_show_as_minus_zero_reads_zero() -> None:
     )
     row = SummaryRow("peak PSS total", "", "", kind="bytes", stats=(a, b))
     assert _compared(row, 1 / gib) == "±0"
+
+
+def test_a_spread_too_small_for_two_decimals_is_not_printed_as_none() -> None:
+    # 4.5 KiB of spread on a figure in MiB: below what two decimals show, yet not 0.
+    def stat(median: float, iqr: float) -> Stat:
+        return Stat(median, median - iqr / 2, median + iqr / 2, median - iqr, median + iqr, 2)
+
+    small = stat(282 * MiB, 9 * 1024)
+    assert cell(small, 1 / MiB) == "282 ±<0.01"
+    assert cell(stat(282 * MiB, 0), 1 / MiB) == "282 ±0"
+    assert cell(stat(60 * MiB, 0.04 * MiB), 1 / MiB) == "60.0 ±0.02"
