@@ -18,7 +18,10 @@ NOISY_REL_IQR = 0.10
 
 
 def _measured(trials: Sequence[TrialResult]) -> list[TrialResult]:
-    return [t for t in trials if t.epochs]
+    """The trials that ran to their end: a failed or stopped one stays in the report
+    (its epochs, its error) but in no figure, as the report says; its peaks stop
+    short of what a whole trial reaches."""
+    return [t for t in trials if t.epochs and t.complete]
 
 
 def _timed(trials: Sequence[TrialResult]) -> list[TrialResult]:

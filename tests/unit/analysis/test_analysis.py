@@ -454,3 +454,21 @@ def test_assemble_window_of_a_failed_trial_ends_at_its_error() -> None:
     )
     assert r.memory.peak_main_pss_bytes == 200
     assert r.memory.window_end_s == pytest.approx(1.8)
+
+
+def test_a_trial_stopped_or_failed_is_in_no_figure() -> None:
+    # Figures cover the trials that finished, as an incomplete report says: a stopped
+    # trial's peak (read before it reached the whole trial's) would lend a spread.
+    whole, _ = make_pair([0.5, 0.1, 0.1], [0.5, 0.5, 0.5])
+    stopped = dataclasses.replace(
+        whole,
+        index=1,
+        complete=False,
+        epochs=whole.epochs[:1],
+        memory=dataclasses.replace(whole.memory, peak_worker_uss_bytes=5 * MiB),
+    )
+    s = summarize_arm([whole, stopped])
+    assert s.peak_worker_uss_bytes is not None and s.peak_worker_uss_bytes.n == 1
+    assert s.peak_worker_uss_bytes.median == whole.memory.peak_worker_uss_bytes
+    assert s.cold_epoch_s is not None and s.cold_epoch_s.n == 1
+    assert summarize_arm([stopped]).peak_worker_uss_bytes is None
