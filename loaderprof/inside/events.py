@@ -56,7 +56,7 @@ class Ev:
     ERROR: Final = "error"
     # Each DataLoader worker (inside/probe.py).
     # worker_id, held, proc_start, unpickle_start, unpickle_end, unpickle_import_ns,
-    # loader ("train", "val", or watch's loader id)
+    # loader ("train", "val", or watch's loader id), pool (its iterator's seed: seed.py)
     WORKER_INIT: Final = "worker_init"
     WORKER_READY: Final = "worker_ready"  # worker_id
     # worker_id, epoch (compare) or loader (watch); values, skipped, took_s
@@ -74,6 +74,7 @@ class Ev:
     LOADER_REBUILT: Final = "loader_rebuilt"
     ITER_START: Final = "iter_start"  # loader, planned (len(loader) or None)
     ITER_FIRST_BATCH: Final = "iter_first_batch"  # loader
+    ITER_POOL: Final = "iter_pool"  # loader, pool: the base seed of the workers iter() made
     # loader, batches, ended: "exhausted" (StopIteration) or "left" (see inside/hook.py);
     # wait_first, wait_steady (NOTE [data wait])
     ITER_END: Final = "iter_end"

@@ -10,12 +10,13 @@ event channel `compare` uses:
   its worker_init_fn is wrapped in the same probe `compare` uses, tagged with the
   loader's id, so every worker names its loader and pid;
 * `iter_start` / `iter_first_batch` / `iter_end`: each `iter(loader)` (an epoch),
-  its first batch and its end, with the batch count. An epoch ends `exhausted` (its
-  StopIteration) or `left`: the loop stopped taking batches and started the loader's
-  next iterator, or the program ended normally, first (Lightning never lets an
-  iterator raise StopIteration; a hand-written loop may `break`). A left epoch ends
-  at its last batch. An iterator with no batch, or open when the program died, is
-  abandoned (cut): the parent tells so from the stamps.
+  its first batch and its end, with the batch count; `iter_pool`: the base seed its
+  workers share (`inside/seed.py`), which names them whenever each begins. An epoch
+  ends `exhausted` (its StopIteration) or `left`: the loop stopped taking batches and
+  started the loader's next iterator, or the program ended normally, first (Lightning
+  never lets an iterator raise StopIteration; a hand-written loop may `break`). A left
+  epoch ends at its last batch. An iterator with no batch, or open when the program
+  died, is abandoned (cut): the parent tells so from the stamps.
 * `loader_rebuilt`: a DataLoader a framework (Lightning, the HF Trainer, accelerate)
   built from the user's loader (the same Dataset object): it takes that loader's id,
   so its epochs and workers are the user's loader's, named by the user's site.
@@ -71,9 +72,8 @@ _iterated: set[str] = set()
 
 
 class _Epoch:
-    """An iterator's count: its batches (None once its end is recorded), the stamp
-    of its last one and its waits for them (NOTE [data wait]). Kept apart from the
-    iterator, whose queues and workers must go when it does."""
+    """An iterator's count: its batches (None once its end is recorded), its last one's
+    stamp, its waits (NOTE [data wait]); apart from it, whose workers go when it does."""
 
     __slots__ = ("batches", "cut", "last", "waits")
 
@@ -89,8 +89,6 @@ class _Epoch:
 # Each loader id's latest epoch: the loader's next iter(), or the program's normal end,
 # closes it as `left` when it did not end.
 _open: dict[str, _Epoch] = {}
-
-
 _warned = False
 
 
@@ -427,6 +425,7 @@ def _patch_iter(cls: type, path: str) -> None:
                 object.__setattr__(self, "_lp_in_iter", False)
         state = getattr(it, "__dict__", None)
         if outer and state is not None:
+            _emit(path, Ev.ITER_POOL, loader=lid, pool=getattr(it, "_base_seed", None))
             state["_lp_loader"] = lid
             # iter() starts a non-persistent pool's workers: a wait for the first batch.
             state["_lp_epoch"] = _open[lid] = _Epoch(

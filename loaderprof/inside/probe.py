@@ -18,14 +18,14 @@ from typing import Any
 from loaderprof.inside import events
 from loaderprof.inside.clock import NS, process_start_ns
 from loaderprof.inside.events import Ev
+from loaderprof.inside.seed import pool_seed
 
 # The worker id of this process, set by the init probe (None outside workers).
 _worker_id: int | None = None
 # The last epoch whose Dataset state this worker reported (see report_state).
 _state_epoch: int | None = None
-# When the batch being built started fetching (its first __getitem__), set by
-# IndexProbe (an IterableDataset's: `_time_iterable_fetches`) and taken by
-# CollateProbe: a batch span is fetch + collate.
+# When the batch being built began fetching (IndexProbe; an IterableDataset's:
+# `_time_iterable_fetches`), taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
 # See NOTE [start-up breakdown]. When this worker began and finished unpickling its
 # Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
@@ -163,6 +163,7 @@ class WorkerInitProbe:
             unpickle_end=_unpickle_end,
             unpickle_import_ns=_unpickle_import_ns,
             loader=self.loader,
+            pool=pool_seed(worker_id),
         )
         # multiprocessing runs its finalizers when the worker loop returns
         # normally (the usual shutdown); a killed worker gets its exit time

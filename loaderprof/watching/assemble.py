@@ -186,10 +186,32 @@ def _iter_events(evs: Events) -> list[Mapping[str, Any]]:
     return [*evs[Ev.ITER_START], *evs[Ev.ITER_FIRST_BATCH], *evs[Ev.ITER_END]]
 
 
+def _new_workers(evs: Events, lid: str, starts: Sequence[int]) -> list[set[int] | None]:
+    """Per epoch, the workers its iter() started, by their iterator's base seed
+    (`inside.seed`), whenever each began; None where the seeds do not tell (a report's
+    events from before them): the epoch's stamps do."""
+    seed_of = {ev["pid"]: ev.get("pool") for ev in evs[Ev.WORKER_INIT] if ev.get("loader") == lid}
+    seeds: list[Any] = [None] * len(starts)
+    for ev in evs.get(Ev.ITER_POOL, []):
+        at = bisect.bisect_right(starts, ev["t"]) - 1
+        if ev.get("loader") == lid and at >= 0:
+            seeds[at] = ev.get("pool")
+    told = any(v is not None for v in seed_of.values())
+    out: list[set[int] | None] = []
+    claimed: set[int] = set()
+    for seed in seeds:
+        mine = {pid for pid, s in seed_of.items() if seed is not None and s == seed}
+        # A persistent pool's later epochs keep its seed: its workers are its first's.
+        out.append(mine - claimed if told and seed is not None else None)
+        claimed |= mine
+    return out
+
+
 def _epochs(
     evs: Events, lid: str, workers: Sequence[WatchedWorker], t0: int, t_end: int
 ) -> tuple[WatchedEpoch, ...]:
     spans = iter_spans(_iter_events(evs), lid)
+    by_seed = _new_workers(evs, lid, [span.start_ns for span in spans])
     out = []
     for i, span in enumerate(spans):
         start, first, end = span.start_ns, span.first_ns, span.end
@@ -203,6 +225,9 @@ def _epochs(
             for w in workers
             if w.init_s <= hi and (w.exited_s is None or w.exited_s >= served_from)
         ]
+        new = by_seed[i]
+        if new is None:
+            new = {w.pid for w in alive if w.init_s >= lo}
         out.append(
             WatchedEpoch(
                 index=i + 1,
@@ -210,10 +235,10 @@ def _epochs(
                 first_batch_s=None if first is None else (first - start) / NS,
                 end_s=None if end is None else (end["t"] - t0) / NS,
                 batches=None if end is None else int(end.get("batches", 0)),
-                worker_pids=tuple(sorted(w.pid for w in alive)),
+                worker_pids=tuple(sorted(new | {w.pid for w in alive})),
                 # Told by the init probe's exact stamp (a process start read from /proc
                 # is rounded down to 10 ms, and can fall before the iter() that made it).
-                new_worker_pids=tuple(sorted(w.pid for w in alive if w.init_s >= lo)),
+                new_worker_pids=tuple(sorted(new)),
                 # Before the hook told how an epoch ended, only StopIteration ended one.
                 ended=None if end is None else str(end.get("ended", "exhausted")),
                 planned_batches=span.planned,

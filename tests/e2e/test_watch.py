@@ -490,3 +490,24 @@ def test_stale_worker_state_under_forkserver(tmp_path: Path) -> None:
         sorted(roles)
         == [("main", 1), ("main", 2), ("main", 3)] + [("worker", 2)] * 2 + [("worker", 3)] * 2
     )
+
+
+def test_an_iterator_kept_alive_is_a_pool_of_its_own_workers(tmp_path: Path) -> None:
+    # The first iterator's workers may begin after the loop's iter() (a busy machine):
+    # each worker is its iterator's by the base seed torch gave it (inside/seed.py).
+    run, report = _watch(
+        tmp_path,
+        """
+        loader = DataLoader(Items(), batch_size=4, num_workers=2)
+        kept = iter(loader)
+        for epoch in range(2):
+            for batch in loader:
+                pass
+        del kept
+        """,
+    )
+    assert run.returncode == 0, run.stderr
+    (ld,) = report["loaders"]
+    assert [len(e["new_worker_pids"]) for e in ld["epochs"]] == [2, 2, 2], ld["epochs"]
+    assert [p["workers"] for p in report["pools"]] == [2, 2, 2], report["pools"]
+    assert len({p for e in ld["epochs"] for p in e["new_worker_pids"]}) == 6

@@ -76,6 +76,35 @@ def test_a_rebuilt_loader_and_a_non_persistent_candidate() -> None:
     assert ids == ["loader-recreated", "persistence-candidate"]
 
 
+def test_an_iterator_kept_alive_keeps_its_workers_whenever_each_began() -> None:
+    # `it = iter(loader)` at 1.00 s, then `for batch in loader` at 1.01 s: on a busy
+    # machine the first iterator's second worker begins after the second iter().
+    # Each worker's base seed (seed less its id) names its iterator, as the hook reads
+    # it from each iterator after iter() returned.
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    for t, pool in ((1.0, 7), (1.01, 9)):
+        evs += [
+            _ev("iter_start", t, loader="L1"),
+            _ev("iter_pool", t + 0.001, loader="L1", pool=pool),
+        ]
+    inits = ((201, 0, 1.005, 7), (202, 1, 1.02, 7), (203, 0, 1.03, 9), (204, 1, 1.04, 9))
+    for pid, k, t, pool in inits:
+        started = int((t - 0.004) * S)
+        evs.append(
+            _ev("worker_init", t, pid=pid, worker_id=k, loader="L1", pool=pool, proc_start=started)
+        )
+    evs += [_ev("iter_first_batch", 1.3, loader="L1"), _ev("iter_end", 2.0, loader="L1")]
+    evs += _epoch("L1", 2.5, 0.3, 0.9, (205, 206))
+    found = loaders(by_kind(evs), [], {}, 0, int(4 * S))
+    (ld,) = found
+    assert [e.new_worker_pids for e in ld.epochs] == [(201, 202), (203, 204), (205, 206)]
+    assert [p.workers for p in pools(found, 4.0)] == [2, 2, 2]
+    # Without the seeds (events from before them), the stamps place each worker.
+    unseeded = [{k: v for k, v in ev.items() if k != "pool"} for ev in evs]
+    (old,) = loaders(by_kind(unseeded), [], {}, 0, int(4 * S))
+    assert [e.new_worker_pids for e in old.epochs] == [(201,), (202, 203, 204), (205, 206)]
+
+
 def test_a_candidate_is_read_from_the_epochs_after_the_cold_one() -> None:
     # A cold first epoch (0.8 s of waiting) must not set the figure a user is told
     # every epoch pays: the later ones wait 0.3 s and 0.5 s.
