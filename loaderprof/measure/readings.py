@@ -10,7 +10,7 @@ a hooked loader's epochs in its `iter_*` events.
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -91,16 +91,22 @@ Point = tuple[float, int, int]
 # See NOTE [copy-on-read]. The most of a window's USS growth one step between two readings
 # may carry: reading copies page after page, so its growth spreads over the readings; a
 # one-off (a start-up copy still finishing, a gc pass over inherited objects) lands
-# between two of them.
+# between two of them...
 COW_MAX_STEP_SHARE = 2 / 3
+# ...or, read in the middle, between three: no run of readings shorter than this share
+# of the window may carry that share of the growth. An HF IterableDataset's
+# workers were seen flat at 19 MiB for 5.5 s, then 46 and 76 MiB at the next two
+# readings 0.5 s apart, then flat again: a gc pass (gc.freeze() in the parent removed it).
+COW_MIN_TIME_SHARE = 1 / 3
 
 
 def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
     """See NOTE [copy-on-read]. Of a worker's (time, USS, RSS) readings from its first batch
     on, in time order, the first (what it copied while starting is paid by then) and
     the USS peak after it; None with fewer than two, or where USS rose to its peak in
-    one step (more than COW_MAX_STEP_SHARE of its growth): a one-off, which readings
-    cannot tell from a per-sample cost."""
+    one step (more than COW_MAX_STEP_SHARE of its growth) or in a run of readings over a
+    short part of the window (COW_MIN_TIME_SHARE): a one-off, which readings cannot
+    tell from a per-sample cost (reading copies over the epochs, pause after pause)."""
     if len(points) < 2:
         return None
     peak = max(range(1, len(points)), key=lambda i: points[i][1])
@@ -108,7 +114,25 @@ def copy_window(points: Sequence[Point]) -> tuple[Point, Point] | None:
     step = max(b[1] - a[1] for a, b in itertools.pairwise(points[: peak + 1]))
     if growth > 0 and step > COW_MAX_STEP_SHARE * growth:
         return None
+    brief = COW_MIN_TIME_SHARE * (points[peak][0] - points[0][0])
+    if growth > 0 and _rose_within(points[: peak + 1], COW_MAX_STEP_SHARE * growth, brief):
+        return None
     return points[0], points[peak]
+
+
+def _rose_within(points: Sequence[Point], rise: float, span_s: float) -> bool:
+    """Whether USS rose by more than `rise` between two readings less than `span_s`
+    apart (the lowest reading of the last `span_s` kept at the deque's front)."""
+    low: deque[int] = deque()
+    for j, (t, uss, _) in enumerate(points):
+        while low and t - points[low[0]][0] >= span_s:
+            low.popleft()
+        if low and uss - points[low[0]][1] > rise:
+            return True
+        while low and points[low[-1]][1] >= uss:
+            low.pop()
+        low.append(j)
+    return False
 
 
 def dataset_state(ev: Mapping[str, Any], epoch: int) -> DatasetState:

@@ -14,6 +14,7 @@ from fakes import FakeRunner
 from loaderprof.checks import memory
 from loaderprof.checks.growth import MORE_EPOCHS
 from loaderprof.comparing.command_events import CommandTrace
+from loaderprof.measure import readings
 from loaderprof.measure.readings import iter_spans
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.results import Report
@@ -237,3 +238,14 @@ def test_an_end_and_the_next_start_at_one_stamp_keep_their_epochs() -> None:
     ends = [{"ev": "iter_end", "t": t, "loader": lid, "batches": 4} for t in (2 * S, 3 * S)]
     spans = iter_spans([*starts, *ends], lid)
     assert [(s.start_ns, s.end and s.end["t"]) for s in spans] == [(S, 2 * S), (2 * S, 3 * S)]
+
+
+def test_a_rise_read_in_its_middle_is_still_a_one_off() -> None:
+    # An HF IterableDataset's worker (fork): flat for 5.5 s, then a gc pass over what it
+    # inherited, read half-way, then flat (seconds, USS MiB, RSS MiB).
+    seen = [(1.8, 16.8), (2.4, 19.0), (4.7, 19.9), (7.3, 19.3), (7.8, 46.5), (8.3, 76.3)]
+    points = [(t, int(u * MiB), 250 * MiB) for t, u in seen]
+    assert readings.copy_window(points) is None
+    # The same growth spread over the readings: reading copies, a window to judge.
+    spread = [(t, int((16.8 + 59.5 * (t - 1.8) / 6.5) * MiB), 250 * MiB) for t, _ in seen]
+    assert readings.copy_window(spread) == (spread[0], spread[-1])
