@@ -167,9 +167,8 @@ def run(values: dict[str, Any]) -> int:
         return int(ExitCode.RUN_FAILED)
     late = INTERRUPTS.exit_code()
     if report.interrupted or late is not None:
-        sys.stderr.write(
-            f"loaderprof: interrupted: {len(report.trials)} trial(s) measured and reported\n"
-        )
+        # As compare says it: what the signal cut short, and the files that hold it.
+        say(interrupted_line(outputs, complete=not report.interrupted), "yellow")
         return late if late is not None else int(ExitCode.INTERRUPTED)
     if report.gate_status == "fail":
         gates = ", ".join(failed_gates(report, plan.strict))

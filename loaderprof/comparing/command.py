@@ -543,7 +543,11 @@ def summarise(
     stopped = (
         None
         if complete or why or not cut_short
-        else cut_words(error is not None, per_arm, plan.schedule.per_arm)
+        else cut_words(
+            error is not None,
+            {"persistent": len(p), "non_persistent": len(n)},
+            plan.schedule.per_arm,
+        )
     )
     # The saving and the verdict are of whole epochs (see NOTE [cut epochs]).
     cut = plan.max_batches

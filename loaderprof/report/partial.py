@@ -9,9 +9,10 @@ One wording for the terminal, Markdown, HTML and the plot's title.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from loaderprof.model.results import Report, TrialResult
+from loaderprof.model.results import ARM_LABEL, Report, TrialResult
 from loaderprof.units import plural
 
 NOT_MEASURED = "not measured"
@@ -38,19 +39,24 @@ def plan_words(report: Report, planned: int | None = None) -> str | None:
     report whose `plan` is not decided yet; the plan outcome's `stopped` says the same."""
     if report.complete:
         return None
-    ran = min(timed_trials(report).values(), default=0)
+    each = timed_trials(report)
     if planned is None:
         planned = (
             report.plan.max_trials if report.plan is not None else report.config.schedule.per_arm
         )
     failed = any(e.category != "interrupted" for e in report.errors)
-    return cut_words(failed, ran, planned)
+    return cut_words(failed, each, planned)
 
 
-def cut_words(failed: bool, ran: int, planned: int) -> str:
+def cut_words(failed: bool, each: Mapping[str, int], planned: int) -> str:
     """'stopped by a failure after 2 of 6 planned trials per arm': a plan cut short,
-    compare's and compare -- COMMAND's alike."""
-    return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
+    compare's and compare -- COMMAND's alike; each arm's count where they differ
+    ('... per arm (1 persistent, 0 non-persistent)'), as a trial count elsewhere says."""
+    ran = min(each.values(), default=0)
+    text = f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
+    if len(set(each.values())) > 1:
+        text += " (" + ", ".join(f"{n} {ARM_LABEL[arm]}" for arm, n in each.items()) + ")"
+    return text
 
 
 def unmeasured_arms(report: Report) -> set[str]:

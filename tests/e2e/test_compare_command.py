@@ -306,7 +306,9 @@ def test_bad_input_is_one_line(args: tuple[str, ...], code: int, words: str) -> 
 
 def test_ctrl_c_mid_trial_keeps_the_trials_measured(tmp_path: Path) -> None:
     _script(tmp_path, LAZY)
+    saved = tmp_path / "cut.json"
     cmd = [sys.executable, "-m", "loaderprof", "compare", "--trials", "3", "--epochs", "3"]
+    cmd += ["--json", str(saved)]
     cmd += ["--", sys.executable, str(tmp_path / "train.py"), str(tmp_path / "c.txt"), "50"]
     env = {**os.environ, "COLUMNS": "80"}
     proc = subprocess.Popen(
@@ -322,6 +324,9 @@ def test_ctrl_c_mid_trial_keeps_the_trials_measured(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     out, err = finish(proc, 60)
     assert proc.returncode == 130, "".join(seen) + err
-    assert "interrupted: 2 trial(s) measured" in err
+    # The screen counts the trials; the last line says, as compare's, where they went.
+    assert "interrupted: 2 trial(s) measured" in out
+    assert f"loaderprof: interrupted by SIGINT; partial report written to {saved}" in err
+    assert json.loads(saved.read_text())["complete"] is False
     assert "non-persistent" in out and "partial" in out
     assert_nothing_left()

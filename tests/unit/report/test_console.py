@@ -10,6 +10,7 @@ from loaderprof.model.metrics import Stat
 from loaderprof.model.results import Report
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 from loaderprof.report.console import cell
+from loaderprof.report.partial import cut_words
 from loaderprof.report.rows import evidence_items
 from loaderprof.report.trial_tables import epochs_table
 from loaderprof.units import MiB, fmt_seconds
@@ -126,3 +127,13 @@ def test_a_spread_too_small_for_two_decimals_is_not_printed_as_none() -> None:
     assert cell(small, 1 / MiB) == "282 ±<0.01"
     assert cell(stat(282 * MiB, 0), 1 / MiB) == "282 ±0"
     assert cell(stat(60 * MiB, 0.04 * MiB), 1 / MiB) == "60.0 ±0.02"
+
+
+def test_a_plan_cut_short_names_each_arms_trials_where_they_differ() -> None:
+    # One persistent trial ran before the signal: "0 per arm" alone would read as none.
+    uneven = cut_words(False, {"persistent": 1, "non_persistent": 0}, 6)
+    assert uneven == (
+        "interrupted after 0 of 6 planned trials per arm (1 persistent, 0 non-persistent)"
+    )
+    even = cut_words(True, {"persistent": 2, "non_persistent": 2}, 6)
+    assert even == "stopped by a failure after 2 of 6 planned trials per arm"
