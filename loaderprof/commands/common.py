@@ -30,9 +30,12 @@ def stderr_console() -> Console:
 
 
 def say(line: str, style: str | None = None) -> None:
-    """One `loaderprof:` line on stderr, never wrapped: a CI log or a pipe keeps it whole
-    (a grep for it, a path in it); a terminal wraps it by itself."""
-    stderr_console().print(line, style=style, markup=False, highlight=False, soft_wrap=True)
+    """One `loaderprof:` line on stderr: whole in a CI log or a pipe (a grep for it, a
+    path in it); on a terminal wrapped between words, not by the terminal mid-word."""
+    console = stderr_console()
+    console.print(
+        line, style=style, markup=False, highlight=False, soft_wrap=not console.is_terminal
+    )
 
 
 def stdout_console(json_to_stdout: bool) -> Console:
