@@ -108,8 +108,10 @@ def test_a_worker_spinning_threads_is_flagged(tmp_path: Path) -> None:
     threads = max(4, cpus)
     run, report = _check(tmp_path, "ThreadedWorker", "--arg", f"threads={threads}")
     assert run.returncode == 1, run.stderr
+    # A second finding appeared once under a full suite's load on the CUDA build (not
+    # reproduced beside a CPU hog): named in the message should it come again.
+    assert [f["id"] for f in report["findings"]] == ["thread-oversubscription"], report
     (finding,) = report["findings"]
-    assert finding["id"] == "thread-oversubscription"
     ev = finding["evidence"]
     # Its main thread and the pool's; the queue feeder and fd sharer are not counted.
     assert ev["compute_threads_per_worker"] == threads + 1
