@@ -82,10 +82,13 @@ def compare(
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
     pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
     # The first epoch starts workers in both settings: a difference there is taken off
-    # the saving only where the cold ratio shows persistence slower (an earned interval
-    # wholly above 1), never noise, nor a difference whose sign the ratio contradicts.
+    # the saving where the cold ratio shows persistence slower (an earned interval
+    # wholly above 1), not where its interval says it may be noise; read once a side (no
+    # interval: a single trial, `check`), the figure printed is all there is, and a
+    # sentence that left it out would contradict the table beside it.
     cold_extra = 0.0
-    slower = cold is not None and significant_direction(cold.ratio, cold.p) == "loss"
+    once = cold is not None and not cold.ratio.has_interval
+    slower = cold is not None and (once or significant_direction(cold.ratio, cold.p) == "loss")
     if slower and p_sum.cold_epoch_s and np_sum.cold_epoch_s:
         cold_extra = max(0.0, p_sum.cold_epoch_s.median - np_sum.cold_epoch_s.median)
     # Break-even and totals only count a saving the statistics support.

@@ -390,7 +390,8 @@ def _neither_fits(
 def _total_reason(comparison: Comparison, saved_s: float) -> str:
     """The saving over the run, with its sum: epoch 1 starts workers in both settings,
     so only the steady epochs save; a first epoch the cold ratio shows slower with
-    persistence is taken off (`analysis.comparison.compare`), noise is not."""
+    persistence, or read slower once a side, is taken off (`analysis.comparison.compare`),
+    noise is not."""
     steady = comparison.train_epochs - 1
     total = comparison.saved_s_total or 0.0
     penalty = saved_s * steady - total
