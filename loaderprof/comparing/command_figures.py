@@ -14,10 +14,12 @@ from loaderprof.model.metrics import Stat
 
 
 def arm_waits(trials: Sequence[CommandTrial]) -> tuple[WaitSplit | None, WaitSplit | None]:
-    """(cold, steady): each trial's first epoch's waits and its steady epochs' medians,
-    then the median of those over the trials (the trial is the unit, as the walls)."""
+    """(cold, steady): the median first epoch, and the median steady epoch of all the
+    arm's trials, each an epoch that ran, whole (NOTE [data wait]): of 2 trials, the
+    median trial's median epoch would be the faster trial's, half their gap from the
+    table's median of trials."""
     cold = WaitSplit.of(t.epochs[0].wait for t in trials if t.epochs)
-    steady = WaitSplit.of(WaitSplit.of(e.wait for e in t.epochs[1:]) for t in trials)
+    steady = WaitSplit.of(e.wait for t in trials for e in t.epochs[1:])
     return cold, steady
 
 

@@ -57,8 +57,8 @@ class ArmSummary:
     # train pool holds while they run.
     steady_val_s: Stat | None = None
     val_train_pool_uss_bytes: Stat | None = None
-    # See NOTE [data wait]. The timing trials' waits for data: the cold epoch's and the
-    # steady epochs', each figure's median over those epochs.
+    # See NOTE [data wait]. The timing trials' median cold epoch and median steady
+    # epoch, each as it ran: its wall and its waits for data.
     cold_wait: WaitSplit | None = None
     steady_wait: WaitSplit | None = None
 

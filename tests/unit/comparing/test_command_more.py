@@ -71,21 +71,24 @@ def _trace_epochs(cut: bool) -> tuple[CommandEpoch, ...]:
     return trace.epochs(2)
 
 
-def test_an_arms_waits_are_the_median_over_trials_of_each_trials_median() -> None:
-    def epochs(first: float, steady: float) -> tuple[CommandEpoch, ...]:
+def test_an_arms_waits_are_the_median_trials_median_epoch() -> None:
+    def epochs(first: float, steady: float, wall: float) -> tuple[CommandEpoch, ...]:
         cold = CommandEpoch(1, 2.0, 1.0, 10, WaitSplit(2.0, 1.0, 0.2, 10))
         steady_epochs = [
-            CommandEpoch(k, 1.0, first, 10, WaitSplit(1.0, first, steady + 0.01 * k, 10))
+            CommandEpoch(k, wall, first, 10, WaitSplit(wall + 0.01 * k, first, steady, 10))
             for k in (2, 3, 4)
         ]
         return (cold, *steady_epochs)
 
-    trials = [_trial(1, "persistent", epochs(0.1, 0.2)), _trial(2, "persistent", epochs(0.3, 0.4))]
+    trials = [
+        _trial(1, "persistent", epochs(0.1, 0.2, 1.0)),
+        _trial(2, "persistent", epochs(0.3, 0.4, 1.2)),
+    ]
     cold, steady = arm_waits(trials)
     assert cold == WaitSplit(2.0, 1.0, 0.2, 10)
-    # Trial medians: steady 0.23 and 0.43, first 0.1 and 0.3: their medians.
-    assert steady is not None
-    assert steady.first_s == pytest.approx(0.2) and steady.steady_s == pytest.approx(0.33)
+    # The median of the arm's six steady epochs (1.02..1.04, 1.22..1.24), the faster of
+    # the middle two: an epoch that ran, whole.
+    assert steady == WaitSplit(1.04, 0.1, 0.2, 10)
     assert arm_waits([_trial(1, "persistent", ())]) == (None, None)
 
 

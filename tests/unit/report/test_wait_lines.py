@@ -31,7 +31,8 @@ def _report(p_first: list[float], n_first: list[float]) -> Report:
 
 
 def test_compare_gives_each_arms_steady_epoch_and_what_persistence_cut() -> None:
-    report = _report([1.0, 0.1, 0.1, 0.1], [1.0, 1.1, 0.9, 1.0])
+    # Equal walls a side: the median epoch is the middle one of the steady three.
+    report = _report([1.0, 0.1, 0.1, 0.1], [1.0, 0.9, 1.0, 1.1])
     assert report.arms["persistent"].summary.steady_wait == WaitSplit(1.0, 0.1, 0.25, 4)
     assert report.arms["persistent"].summary.cold_wait == WaitSplit(2.0, 1.0, 0.25, 4)
     rows = dict(compare_wait_rows(report))
