@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 import traceback
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,9 +99,18 @@ class ObjectRef:
             ) from exc
         obj: Any = module
         walked: list[str] = []
-        for part in self.attr.split("."):
+        parts = self.attr.split(".")
+        for i, part in enumerate(parts):
             if not hasattr(obj, part):
-                names = [n for n in dir(obj) if not n.startswith("_")]
+                # What the ref ends on is a Dataset, a class or a function: never an
+                # imported module (`np` for a mistyped name).
+                last = i == len(parts) - 1
+                names = [
+                    n
+                    for n in dir(obj)
+                    if not n.startswith("_")
+                    and not (last and isinstance(getattr(obj, n, None), types.ModuleType))
+                ]
                 close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
                 where = ".".join([self.module, *walked])
                 hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""

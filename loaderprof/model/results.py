@@ -74,9 +74,11 @@ class ArmResult:
     @property
     def shown_trial(self) -> TrialResult | None:
         """The trial whose epochs a screen shows: the first that times its epochs
-        (NOTE [timing and memory trials]), so its times agree with the summary's."""
-        return next((t for t in self.trials if t.times_epochs), None) or (
-            self.trials[0] if self.trials else None
+        (NOTE [timing and memory trials]), so its times agree with the summary's; one
+        stopped before its first epoch has none to show, and gives way to one that ran."""
+        ran = [t for t in self.trials if t.epochs]
+        return next((t for t in ran if t.times_epochs), None) or next(
+            iter(ran or self.trials), None
         )
 
 

@@ -50,13 +50,16 @@ def plan_words(report: Report, planned: int | None = None) -> str | None:
 
 def cut_words(failed: bool, each: Mapping[str, int], planned: int) -> str:
     """'stopped by a failure after 2 of 6 planned trials per arm': a plan cut short,
-    compare's and compare -- COMMAND's alike; each arm's count where they differ
-    ('... per arm (1 persistent, 0 non-persistent)'), as a trial count elsewhere says."""
-    ran = min(each.values(), default=0)
-    text = f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
-    if len(set(each.values())) > 1:
-        text += " (" + ", ".join(f"{n} {ARM_LABEL[arm]}" for arm, n in each.items()) + ")"
-    return text
+    compare's and compare -- COMMAND's alike; where the arms ran different numbers,
+    each one's ('after 1 persistent and 0 non-persistent of 6 planned trials per arm'):
+    "after 0" alone reads as nothing ran beside a trial the screen shows."""
+    counts = set(each.values())
+    ran = (
+        " and ".join(f"{n} {ARM_LABEL[arm]}" for arm, n in each.items())
+        if len(counts) > 1
+        else str(min(counts, default=0))
+    )
+    return f"{_why(failed)} after {ran} of {plural(planned, 'planned trial')} per arm"
 
 
 def unmeasured_arms(report: Report) -> set[str]:

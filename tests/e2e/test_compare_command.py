@@ -256,7 +256,7 @@ def test_a_later_trials_failure_keeps_the_trials_measured(
     assert len(report["trials"]) == 1 and report["complete"] is False
     assert report["error"] == line.removeprefix("loaderprof: error: ")
     assert report["plan"]["stopped"] == (
-        "stopped by a failure after 0 of 2 planned trials per arm (1 persistent, 0 non-persistent)"
+        "stopped by a failure after 1 persistent and 0 non-persistent of 2 planned trials per arm"
     )
     # A run cut short is reported, not gated.
     assert report["gates"] == [] and report["gate_status"] is None

@@ -50,6 +50,14 @@ def test_resolve_errors() -> None:
         ObjectRef.parse("loaderprof.examples:CheapDatset").resolve()
 
 
+def test_a_mistyped_name_is_never_pointed_at_an_imported_module(tmp_path: Path) -> None:
+    (tmp_path / "imgds.py").write_text("import os as np\n\n\ndef nap():\n    return []\n")
+    ref = ObjectRef.parse(f"{tmp_path / 'imgds.py'}:nope")
+    with pytest.raises(UsageError) as err:
+        ref.resolve()
+    assert "'nap'" in err.value.message and "'np'" not in err.value.message
+
+
 @pytest.mark.parametrize(
     ("raw", "value"),
     [

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rich.console import Console
 
+from builders import make_trial
+from loaderprof.analysis.summary import summarize_arm
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import RunConfig
 from loaderprof.model.metrics import Stat
-from loaderprof.model.results import Report
+from loaderprof.model.results import ArmResult, Report
 from loaderprof.model.trials import EpochResult, Setup, TrialMemory, TrialResult
 from loaderprof.report.console import cell
 from loaderprof.report.partial import cut_words
@@ -133,7 +137,21 @@ def test_a_plan_cut_short_names_each_arms_trials_where_they_differ() -> None:
     # One persistent trial ran before the signal: "0 per arm" alone would read as none.
     uneven = cut_words(False, {"persistent": 1, "non_persistent": 0}, 6)
     assert uneven == (
-        "interrupted after 0 of 6 planned trials per arm (1 persistent, 0 non-persistent)"
+        "interrupted after 1 persistent and 0 non-persistent of 6 planned trials per arm"
     )
     even = cut_words(True, {"persistent": 2, "non_persistent": 2}, 6)
     assert even == "stopped by a failure after 2 of 6 planned trials per arm"
+
+
+def test_an_arm_whose_timed_trial_was_stopped_before_an_epoch_shows_one_that_ran() -> None:
+    # Ctrl-C in the persistent arm's timing trial: its two memory trials had finished.
+    ran = [
+        dataclasses.replace(
+            make_trial("persistent", [1.0, 0.5], idle=0, reused=True, index=i), role="memory"
+        )
+        for i in (0, 1)
+    ]
+    stopped = dataclasses.replace(ran[0], index=2, role="timing", epochs=(), complete=False)
+    arm = ArmResult("persistent", True, (*ran, stopped), summarize_arm(ran))
+    assert arm.shown_trial is ran[0]
+    assert ArmResult("persistent", True, (stopped,), summarize_arm([])).shown_trial is stopped
