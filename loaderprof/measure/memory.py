@@ -16,13 +16,6 @@ from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import TrialMemory, WorkerState
 
 ByKind = Mapping[str, list[Mapping[str, Any]]]
-# NOTE [peaks read whole]: a PSS total is summed from whole walks only (measure/sampler.py),
-# which a busy machine may leave so few that none falls where the workers peak: one
-# worker's own peak (read alone, as it grew) then exceeds all workers' USS together in
-# the best whole walk. Such a trial's totals are what the walks saw, not the tree's
-# peak, and are left out rather than passed off as it (244 MiB read against ~350 MiB,
-# beside a CPU hog, for two workers that each allocate 48 MiB).
-MISSED_PEAK_SHARE = 0.9
 
 
 def memory_window(by_kind: ByKind, t_end_ns: int) -> tuple[int | None, int]:
@@ -142,13 +135,9 @@ def window_memory(
         if pss is not None:
             idle_pss.append(pss)
     main = per_pid.get(main_pid, [])
-    peak_total = whole_peak([total(g, "pss") for g in deep])
-    peak_workers = whole_peak([total(g, "uss", worker_pids) for g in deep])
-    if worker_peaks and (peak_workers or 0) < MISSED_PEAK_SHARE * max(worker_peaks):
-        peak_total = peak_workers = None  # see NOTE [peaks read whole]
     return TrialMemory(
-        peak_total_pss_bytes=peak_total,
-        peak_workers_uss_bytes=peak_workers,
+        peak_total_pss_bytes=whole_peak([total(g, "pss") for g in deep]),
+        peak_workers_uss_bytes=whole_peak([total(g, "uss", worker_pids) for g in deep]),
         peak_worker_uss_bytes=max(worker_peaks) if worker_peaks else None,
         idle_workers_uss_bytes=int(statistics.median(idle_uss)) if idle_uss else None,
         idle_workers_pss_bytes=int(statistics.median(idle_pss)) if idle_pss else None,

@@ -284,9 +284,9 @@ def test_assemble_sums_only_deep_ticks() -> None:
     assert main.uss_bytes == (100, None)
 
 
-def _walks_then_a_peak(worker_uss: int) -> TrialResult:
-    """A whole walk (worker USS 40), one not summable with the worker at `worker_uss`,
-    and one that runs past the window's end."""
+def test_a_walk_not_summable_counts_only_per_process() -> None:
+    """A walk whose tree changed, or that runs past the window's end, is never summed;
+    its readings still count for each process's own peak."""
     events = [
         _ev("loader_building", 0.9),
         _ev("epoch_start", 1.0, epoch=1),
@@ -300,32 +300,18 @@ def _walks_then_a_peak(worker_uss: int) -> TrialResult:
         Sample(0, int(1.1 * S), 201, 100, 90, 40, 60, read_ns=int(1.12 * S)),
         # Processes came or went while it ran: the sampler marked it.
         Sample(1, int(1.5 * S), 100, 1, 300, 100, 500, read_ns=int(1.51 * S), whole=False),
-        Sample(1, int(1.5 * S), 201, 100, 95, worker_uss, 400, read_ns=int(1.52 * S), whole=False),
+        Sample(1, int(1.5 * S), 201, 100, 95, 70, 400, read_ns=int(1.52 * S), whole=False),
         # Begun inside the window, its second reading after the loader was dropped.
         Sample(2, int(2.1 * S), 100, 1, 300, 100, 700, read_ns=int(2.15 * S)),
         Sample(2, int(2.1 * S), 201, 100, 95, 50, 700, read_ns=int(2.25 * S)),
     ]
-    return _persistent_trial(events, samples, t_end_ns=int(2.5 * S))
-
-
-def test_a_walk_not_summable_counts_only_per_process() -> None:
-    """A walk whose tree changed, or that runs past the window's end, is never summed;
-    its readings still count for each process's own peak."""
-    r = _walks_then_a_peak(44)
+    r = _persistent_trial(events, samples, t_end_ns=int(2.5 * S))
     assert r.memory.peak_total_pss_bytes == 260
     (w,) = r.workers
-    assert w.peak_uss_bytes == 44
+    assert w.peak_uss_bytes == 70
     # With no loader_closed (a shutdown that never finished), up to the trial's end.
     assert r.memory.shutdown_peak_total_pss_bytes is None  # no whole walk in it
     assert r.memory.peak_main_pss_bytes == 700
-
-
-def test_totals_whose_whole_walks_missed_the_workers_peak_are_left_out() -> None:
-    # See NOTE [peaks read whole]. The worker alone reached 70 where the only whole
-    # walk saw 40 for all workers: 260 is not the tree's peak, so no total is given.
-    r = _walks_then_a_peak(70)
-    assert r.memory.peak_total_pss_bytes is None and r.memory.peak_workers_uss_bytes is None
-    assert r.workers[0].peak_uss_bytes == 70
 
 
 def test_assemble_marks_failed_trial_incomplete() -> None:
