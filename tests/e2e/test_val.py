@@ -24,7 +24,8 @@ def test_train_and_validation_pools_are_counted_from_pids(tmp_path: Path) -> Non
         "alloc_mib=32",
         "--arg",
         "n=16",
-        # Validation items take 30 ms, so a pass lasts long enough to be walked.
+        # Validation items take 80 ms, so a pass (about 0.6 s) holds a whole walk: a 0.24 s
+        # pass held none, at times, on the CUDA build under a full suite's load.
         "--val",
         f"{DATA}:AllocDataset",
         "--val-arg",
@@ -32,7 +33,7 @@ def test_train_and_validation_pools_are_counted_from_pids(tmp_path: Path) -> Non
         "--val-arg",
         "n=16",
         "--val-arg",
-        "item_sleep_s=0.03",
+        "item_sleep_s=0.08",
         "--trials",
         "1",
         "--epochs",
@@ -95,7 +96,7 @@ def test_sweep_takes_a_validation_dataset_and_a_loader_class(tmp_path: Path) -> 
         "--val-arg",
         "n=8",
         "--val-arg",
-        "item_sleep_s=0.03",
+        "item_sleep_s=0.08",
         "--num-workers",
         "1",
         "--persistent",
