@@ -203,6 +203,10 @@ class Observer:
             parent_cmd = parent.command if parent is not None else ""
             if proc.ppid == self.pid:
                 parent_cmd = "\0".join(self.command)
+            # Forked to run another program, a child has its parent's command line until
+            # its exec: a young one is met again at a later tick (placed by its birth).
+            if proc.command == parent_cmd and now - proc.born_s < FORK_EXEC_S:
+                continue
             proc.role, proc.start_method = classify(
                 proc.command.split("\0"), proc.exe, parent_cmd.split("\0")
             )
@@ -318,6 +322,10 @@ class Observer:
 
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+# How old a child with its parent's command line must be to be taken for a fork that
+# stays (a worker), not one about to exec (`subprocess`): a service started beside the
+# loader was met before its exec under a full suite's load and read as a third worker.
+FORK_EXEC_S = 0.2
 
 
 def _since_boot() -> float:
