@@ -6,12 +6,13 @@ DataLoader the command builds with num_workers > 0 (only at --loader-site's line
 when given) to the arm's value, once the loader's own __init__ has checked the
 script's settings; what the script asked for is recorded. Nothing else of the
 command changes, so the two arms differ in persistence alone. A trial ends once the
-command's main loader (the one that ran the most batches) has ended --epochs
+command's main loader (the one that ran the most batches) has run --epochs
 epochs: loaderprof then stops it as a Ctrl-C would (NOTE [stopping a command]) and
 kills what is left of its tree, so no worker outlives the trial. Its epochs are
-timed from the hook's stamps in the command's own process: an epoch is its iter() to
-its end, with the training step inside, as the script's own clock around its epoch
-loop sees it.
+timed from the hook's stamps in the command's own process: an epoch is its main
+loader's iter() to the end of the validation passes before the next (NOTE [epoch of
+the training]), with the training step inside, as the script's own clock around its
+epoch loop sees it.
 """
 
 from __future__ import annotations
@@ -225,6 +226,8 @@ class CommandRunner:
             while True:
                 try:
                     returncode = proc.wait(timeout=_POLL_S)
+                    # Its last epoch is whole (see NOTE [epoch of the training]).
+                    trace.ended = True
                     break
                 except subprocess.TimeoutExpired:
                     pass
@@ -290,21 +293,21 @@ def _start(command: Sequence[str], env: dict[str, str], log: str) -> subprocess.
         return launch(command, env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
-# NOTE [stopping a command]: a trial's epochs are measured once its main loader ran
+# NOTE [stopping a command]: a trial's epochs are measured once its training ran
 # them; the command is then stopped as a Ctrl-C in its terminal stops it, SIGINT to
 # its process group, so that its own clean-up runs (atexit handlers, `finally`, a
 # framework's interrupt handling): mosaicml-streaming's /dev/shm segments, temporary
 # files and locks would otherwise outlive every trial on the user's machine. What has
 # not ended within STOP_GRACE_S (a command that ignores SIGINT) is killed, with every
-# process of its tree. The stop comes as an epoch ends, when a non-persistent loader
-# forks its next workers, so two races are met. A worker still starting, before torch
-# makes it ignore SIGINT, would die of it, and the main process would wait for its
-# batch until torch's 5 s status check: the DataLoader processes' own workers are
-# spared (they end with their loader). And a SIGINT that lands in the fork itself raises
-# inside an at-fork handler, where Python prints and drops it, and the loop trains on:
-# where the main loader starts another epoch or batch after the signal, it is sent
-# again (as a user presses Ctrl-C again). The trial ends, for every figure, when the
-# stop began.
+# process of its tree. The stop comes as the next epoch begins (NOTE [epoch of the
+# training]), when a non-persistent loader forks its next workers, so two races are
+# met. A worker still starting, before torch makes it ignore SIGINT, would die of it,
+# and the main process would wait for its batch until torch's 5 s status check: the
+# DataLoader processes' own workers are spared (they end with their loader). And a
+# SIGINT that lands in the fork itself raises inside an at-fork handler, where Python
+# prints and drops it, and the loop trains on: where the main loader starts another
+# epoch or batch after the signal, it is sent again (as a user presses Ctrl-C again).
+# The trial ends, for every figure, when the stop began.
 STOP_GRACE_S = 5.0
 _LOOP_WENT_ON = frozenset({Ev.ITER_START, Ev.ITER_FIRST_BATCH})
 

@@ -1,6 +1,16 @@
 """One `compare -- COMMAND` trial's hook events (NOTE [watch hook]) as the epochs of
-its main loader: read while the command runs (to stop it after --epochs epochs) and
-once it ended (its figures)."""
+its training: read while the command runs (to stop it after --epochs epochs) and
+once it ended (its figures).
+
+NOTE [epoch of the training]: an epoch is its main loader's iter() to the end of the
+last pass, before that loader's next iter(), of any other loader the arm switches in
+the same process: the training's epoch with its validation pass, as the script's own
+clock around its epoch loop sees it. The arm switches those loaders too, so what
+persistence saves on them is part of the saving (a Lightning validation loader's
+start-up is as large as its train loader's). An epoch is whole once the main loader's
+next iter() came, or the command ended: the trial is stopped at the iter() after its
+--epochs epochs. Loaders the arm leaves alone (no workers, or not at --loader-site)
+run alike in both arms and are left out, so --loader-site times its loader alone."""
 
 from __future__ import annotations
 
@@ -14,6 +24,7 @@ from loaderprof.inside.site import same_site
 from loaderprof.inside.waits import wait_split
 from loaderprof.measure.readings import IterSpan, add_iter_event
 from loaderprof.model.command import CommandEpoch, MainLoader
+from loaderprof.model.datawait import WaitSplit
 
 
 def _end_ns(e: IterSpan) -> int | None:
@@ -22,6 +33,25 @@ def _end_ns(e: IterSpan) -> int | None:
 
 def _batches(e: IterSpan) -> int:
     return 0 if e.end is None else int(e.end.get("batches", 0))
+
+
+@dataclass(frozen=True)
+class _Period:
+    """One epoch of the training (see NOTE [epoch of the training]): the main loader's
+    pass, and the other switched loaders' passes that began inside it."""
+
+    main: IterSpan
+    others: tuple[IterSpan, ...]
+    # Where each of `others` was built.
+    sites: frozenset[str]
+
+    @property
+    def end_ns(self) -> int:
+        return max(_end_ns(e) or e.start_ns for e in (self.main, *self.others))
+
+    @property
+    def wall_ns(self) -> int:
+        return self.end_ns - self.main.start_ns
 
 
 @dataclass
@@ -49,6 +79,8 @@ class CommandTrace:
         self.loaders: dict[str, _Loader] = {}
         # Every event read, in order: watch's checks read them once the trial ended.
         self.events: list[Mapping[str, Any]] = []
+        # The command ended by itself: its last epoch is whole without a next iter().
+        self.ended = False
 
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
@@ -108,30 +140,62 @@ class CommandTrace:
         }
         return sorted(seen, key=lambda r: -1 if r is None else int(str(r)))
 
-    def _rank_epochs(self, lid: str, rank: object) -> list[IterSpan]:
+    def _rank_periods(self, lid: str, rank: object) -> list[_Period]:
+        """The rank's whole epochs of the training, in time order (see NOTE [epoch of
+        the training])."""
         siblings = self._siblings(lid, rank)
         rebuilt = len(siblings) > 1 and all(len(ld.epochs) <= 1 for ld in siblings)
-        if rebuilt:
-            pool = [e for ld in siblings for e in ld.ended]
-        else:
-            # The one that ran the most batches, as `main_id` chooses.
-            pool = max(siblings, key=lambda ld: ld.batches).ended
-        return sorted(pool, key=lambda e: e.start_ns)
-
-    def _slowest(self, lid: str) -> list[IterSpan]:
-        """The main loader's ended epochs in time order, over its rebuilds; under
-        torchrun each epoch its slowest rank's, as many as every rank ended."""
-        per_rank = [self._rank_epochs(lid, r) for r in self._ranks(lid)]
-        n = min(len(p) for p in per_rank)
-        return [
-            max((p[i] for p in per_rank), key=lambda e: (_end_ns(e) or e.start_ns) - e.start_ns)
-            for i in range(n)
+        # Rebuilt every epoch: each rebuild's pass is one; else the one that ran the
+        # most batches, as `main_id` chooses.
+        mains = siblings if rebuilt else [max(siblings, key=lambda ld: ld.batches)]
+        spans = sorted((e for ld in mains for e in ld.epochs), key=lambda e: e.start_ns)
+        pids = {ld.created.get("pid") for ld in mains}
+        others = [
+            (str(ld.created.get("site", "?")), e)
+            for ld in self.loaders.values()
+            if ld not in mains
+            and ld.created.get("pid") in pids
+            and ld.created.get("rank") == rank
+            and self._switched(ld)
+            for e in ld.ended
         ]
+        periods = []
+        for i, span in enumerate(spans):
+            nxt = spans[i + 1].start_ns if i + 1 < len(spans) else None
+            if span.end is None:
+                continue  # running, or left without its end stamped: no epoch
+            if nxt is None and not self.ended:
+                break
+            inside = [
+                (site, e)
+                for site, e in others
+                if span.start_ns <= e.start_ns and (nxt is None or e.start_ns < nxt)
+            ]
+            sites = frozenset(site for site, _ in inside)
+            periods.append(_Period(span, tuple(e for _, e in inside), sites))
+        return periods
+
+    def _switched(self, ld: _Loader) -> bool:
+        """Whether the arm switches this loader, as inside/hook.py `_switched` decides."""
+        workers = ld.created.get("num_workers")
+        site = str(ld.created.get("site", ""))
+        return (
+            isinstance(workers, int)
+            and workers > 0
+            and (self.site is None or same_site(site, self.site))
+        )
+
+    def _slowest(self, lid: str) -> list[_Period]:
+        """The training's whole epochs in time order, over the main loader's rebuilds;
+        under torchrun each epoch its slowest rank's, as many as every rank ended."""
+        per_rank = [self._rank_periods(lid, r) for r in self._ranks(lid)]
+        n = min(len(p) for p in per_rank)
+        return [max((p[i] for p in per_rank), key=lambda e: e.wall_ns) for i in range(n)]
 
     def epochs_done(self) -> int:
-        """Ended epochs of the main loader, counted over its rebuilds when it is rebuilt
-        every epoch and over its ranks (the fewest any rank ended): the trial ends after
-        as many of the training's epochs."""
+        """Whole epochs of the training (see NOTE [epoch of the training]), counted over
+        the main loader's rebuilds when it is rebuilt every epoch and over its ranks
+        (the fewest any rank ended): the trial ends after as many."""
         lid = self.main_id()
         return 0 if lid is None else len(self._slowest(lid))
 
@@ -150,10 +214,12 @@ class CommandTrace:
             epochs_per_loader=max(len(ld.epochs) for ld in siblings),
             ranks=len(self._ranks(lid)) if self._ranks(lid) != [None] else None,
             prefetch_factor=_int_or_none(created.get("prefetch_factor")),
+            others=tuple(sorted(set().union(*(p.sites for p in self._slowest(lid))))),
         )
 
     def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:
-        """The main loader's first `limit` ended epochs (over its rebuilds, in time order)."""
+        """The training's first `limit` whole epochs (over its main loader's rebuilds, in
+        time order)."""
         lid = self.main_id()
         if lid is None:
             return ()
@@ -180,17 +246,51 @@ def _int_or_none(v: Any) -> int | None:
     return int(v) if isinstance(v, int) else None
 
 
-def _epoch(index: int, e: IterSpan) -> CommandEpoch:
+def _epoch(index: int, period: _Period) -> CommandEpoch:
+    e = period.main
     end = e.end or {}
-    wall = ((_end_ns(e) or e.start_ns) - e.start_ns) / NS
+    wall = period.wall_ns / NS
     last = end.get("last_batch")
+    others = [((_end_ns(o) or o.start_ns) - o.start_ns) / NS for o in period.others]
+    full = [_full_pass(o, s) for o, s in zip(period.others, others, strict=True)]
     return CommandEpoch(
         index=index,
         wall_s=wall,
         first_batch_s=None if e.first_ns is None else (e.first_ns - e.start_ns) / NS,
         batches=_batches(e),
-        wait=wait_split(end, wall),
+        wait=_waits((e, *period.others), wall),
         cut=end.get("ended") == "cut",
         planned_batches=e.planned,
         last_batch_s=(int(last) - e.start_ns) / NS if isinstance(last, int) else None,
+        others_s=sum(others),
+        others_full_s=sum(full) if full != others else None,
     )
+
+
+def _waits(passes: Iterable[IterSpan], wall_s: float) -> WaitSplit | None:
+    """The epoch's waits: each pass's, added (a validation pass's first batch is a
+    start-up wait again, as inside/waits.py `start_pass` counts it); None where a pass
+    has none."""
+    splits = [wait_split(p.end or {}, wall_s) for p in passes]
+    if any(w is None for w in splits):
+        return None
+    have = [w for w in splits if w is not None]
+    return WaitSplit(
+        wall_s,
+        sum(w.first_s for w in have),
+        sum(w.steady_s for w in have),
+        sum(w.batches for w in have),
+    )
+
+
+def _full_pass(e: IterSpan, wall_s: float) -> float:
+    """A pass --max-batches cut, projected to its len() by its own per-batch time (NOTE
+    [cut epochs]); a whole one as it ran."""
+    end = e.end or {}
+    last, batches = end.get("last_batch"), _batches(e)
+    if end.get("ended") != "cut" or not e.planned or e.first_ns is None:
+        return wall_s
+    if not isinstance(last, int) or batches < 2 or e.planned <= batches:
+        return wall_s
+    step = (last - e.first_ns) / NS / (batches - 1)
+    return wall_s + (e.planned - batches) * step

@@ -41,14 +41,18 @@ def projected_steady(trial: CommandTrial, cut_at: int) -> float | None:
 def _projected_epochs(trial: CommandTrial, cut_at: int) -> tuple[CommandEpoch, ...]:
     spans = [s for e in trial.epochs[1:] if (s := _interval(e)) is not None]
     step = pooled_interval(spans)
-    return tuple(
-        dataclasses.replace(
-            e, wall_s=project_wall(e.wall_s, e.batches, e.planned_batches, cut_at, step)
-        )
-        if e.cut and e.planned_batches
-        else e
-        for e in trial.epochs
-    )
+    return tuple(_projected(e, cut_at, step) for e in trial.epochs)
+
+
+def _projected(e: CommandEpoch, cut_at: int, step: float | None) -> CommandEpoch:
+    """The main loader's cut pass at its len() by the trial's pooled per-batch time, the
+    other loaders' passes at theirs (see NOTE [epoch of the training])."""
+    wall = e.wall_s
+    if e.cut and e.planned_batches:
+        wall = project_wall(wall, e.batches, e.planned_batches, cut_at, step)
+    if e.others_full_s is not None:
+        wall += e.others_full_s - e.others_s
+    return e if wall == e.wall_s else dataclasses.replace(e, wall_s=wall)
 
 
 def project_trials(trials: Sequence[CommandTrial], cut_at: int | None) -> list[CommandTrial]:

@@ -17,8 +17,9 @@ Arm = Literal["persistent", "non_persistent"]
 
 @dataclass(frozen=True)
 class CommandEpoch:
-    """One epoch of the command's main loader: its iter() to its end, the training
-    step inside; the wait for its first batch within it."""
+    """One epoch of the training (see NOTE [epoch of the training]): its main loader's
+    iter() to the end of the other switched loaders' passes before the next, the
+    training step inside; the wait for its main loader's first batch within it."""
 
     index: int
     wall_s: float
@@ -32,6 +33,11 @@ class CommandEpoch:
     planned_batches: int | None = None
     # From its iter() to its last batch, where the hook stamped it (a cut epoch).
     last_batch_s: float | None = None
+    # See NOTE [epoch of the training]. The other switched loaders' passes inside it (a
+    # validation pass), each iter() to end, summed; and that projected to their len()
+    # where --max-batches cut them (their own per-batch time), else None.
+    others_s: float = 0.0
+    others_full_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,9 @@ class MainLoader:
     # Under torchrun: the ranks that built it (NOTE [ranks in a command]); None without.
     ranks: int | None = None
     prefetch_factor: int | None = None
+    # The sites of the other loaders whose passes its epochs hold (see NOTE [epoch of
+    # the training]).
+    others: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

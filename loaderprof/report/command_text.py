@@ -40,6 +40,11 @@ def _head(r: CommandReport, width: int) -> list[str]:
         asked = "True" if main.persistent_asked else "False"
         out.append("main loader: " + _fit(main.site, width - 13))
         out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
+        if main.others:
+            # See NOTE [epoch of the training].
+            many = len(main.others) > 1
+            lead = f"  each epoch also holds the pass{'es' * many} of the loader{'s' * many} at "
+            out.append(lead + _fit(", ".join(main.others), width - len(lead)))
         if main.ranks:
             # NOTE [ranks in a command]
             out.append(f"  {main.ranks} ranks built it: each epoch is its slowest rank's")

@@ -53,7 +53,8 @@ def check_idle(pools: Sequence[AttachedPool], beside: dict[str, list[str]]) -> l
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"pool {pool.id}'s {_workers(pool)} stay alive and idle while pool "
+                title=f"pool {pool.id}'s {_workers(pool)} "
+                f"{'stays' if pool.workers == 1 else 'stay'} alive and idle while pool "
                 f"{listing(others)} {'works' if len(others) == 1 else 'work'}{memory}",
                 evidence={
                     "pool": pool.id,

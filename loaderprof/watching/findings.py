@@ -172,7 +172,8 @@ def check_idle_pools(loaders: Sequence[WatchedLoader], pools: Sequence[PoolSpan]
             Finding(
                 id="idle-pools",
                 severity="info",
-                title=f"loader {owner.id}'s {plural(workers, kind)} stay "
+                title=f"loader {owner.id}'s {plural(workers, kind)} "
+                f"{'stays' if workers == 1 else 'stay'} "
                 f"alive and idle while {noun(len(others), 'loader')} {listing(others)} "
                 f"{'runs' if len(others) == 1 else 'run'} "
                 f"({plural(len(overlaps), 'epoch')}){memory}",

@@ -20,8 +20,10 @@ from conftest import ROOT, assert_nothing_left, finish, run_cli, script_site
 
 pytestmark = pytest.mark.e2e
 
-# A plain loop whose workers open a 0.2 s resource lazily; it times its own epochs
-# (the training step inside) and writes them beside the arm it ran in.
+# A plain loop whose workers open a 0.2 s resource lazily, and a second loader's pass
+# after each epoch's (a validation pass, whose worker opens it too); it times its own
+# epochs (the training step and that pass inside: NOTE [epoch of the training]) and
+# writes them beside the arm it ran in.
 LAZY = """
 import sys, time
 import torch
@@ -39,11 +41,11 @@ if __name__ == "__main__":
         t = time.perf_counter()
         for batch in loader:
             time.sleep(0.01)  # the training step
+        for batch in other:  # its validation pass
+            pass
         wall = time.perf_counter() - t
         with open(log, "a") as f:
             f.write(f"{loader.persistent_workers} {epoch} {wall}\\n")
-        for batch in other:
-            pass
 """
 
 
@@ -72,9 +74,13 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
     main = report["trials"][0]["main"]
     assert main["site"].endswith(script_site(tmp_path, "# TRAIN").rsplit("/", 1)[1])
     assert main["persistent_asked"] is False and main["num_workers"] == 2
+    # Its epochs hold the second loader's pass (NOTE [epoch of the training]).
+    other = script_site(tmp_path, "# OTHER").rsplit("/", 1)[1]
+    assert len(main["others"]) == 1 and main["others"][0].endswith(other)
     assert report["verdict"]["recommendation"] == "enable"
-    # The script's own clock: its steady epochs (each trial writes epochs 0, 1, 2; a
-    # trial stopped at its 3rd epoch's end may not have written that one yet).
+    # The script's own clock: its steady epochs (each trial writes epochs 0, 1, 2,
+    # stopped at its 4th epoch's iter()). Both loaders' savings are in it: the second's
+    # alone would read about half.
     rows = [ln.split() for ln in log.read_text().splitlines()]
     own = {
         arm: statistics.median(float(w) for p, e, w in rows if p == arm and int(e) >= 1)

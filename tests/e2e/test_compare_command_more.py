@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sys
 import textwrap
 from pathlib import Path
@@ -73,11 +72,10 @@ def test_each_arms_data_wait_is_the_scripts_own(tmp_path: Path) -> None:
         mine = [r for r in own if r["arm"] is persistent and r["epoch"] in (1, 2)]
         wait = report[arm]["steady_wait"]
         assert wait["batches"] == 12
-        for key in ("first_s", "steady_s"):
-            expect = statistics.median(r[key] for r in mine)
-            # The script's clock runs around the hook's and holds its cost; a busy
-            # 2-core machine stretches a reading: 10 %, or 5 ms on a short wait.
-            assert abs(wait[key] - expect) <= max(0.1 * expect, 0.005), (arm, key, wait, mine)
+        # The median steady epoch itself (NOTE [data wait]): one of the epochs the script
+        # timed, both parts. The script's clock runs around the hook's and holds its
+        # cost; a busy 2-core machine stretches a reading: 10 %, or 5 ms on a short wait.
+        assert any(_close(wait, r) for r in mine), (arm, wait, mine)
     on, off = report["persistent"]["steady_wait"], report["non_persistent"]["steady_wait"]
     assert off["first_s"] > 0.3 > on["first_s"]
     text = " ".join(run.stdout.split())
@@ -85,6 +83,12 @@ def test_each_arms_data_wait_is_the_scripts_own(tmp_path: Path) -> None:
     assert "persistence cuts the wait to the 1st batch by" in text
     # Under the verdict.
     assert text.index("verdict:") < text.index("data wait in the median")
+
+
+def _close(wait: dict[str, float], epoch: dict[str, float]) -> bool:
+    return all(
+        abs(wait[k] - epoch[k]) <= max(0.1 * epoch[k], 0.005) for k in ("first_s", "steady_s")
+    )
 
 
 LEAKY = """

@@ -221,6 +221,7 @@ def test_hooked_epochs_are_one_rule() -> None:
     """compare -- COMMAND's live trace and watch's assembly see the same epochs."""
     trace = CommandTrace(0)
     trace.feed(_iter_events())
+    trace.ended = True
     (watched, _) = loaders(by_kind(_iter_events()), (), {}, 0, 7 * S)
     ended = [e for e in watched.epochs if e.end_s is not None]
     assert [(e.wall_s, e.first_batch_s, e.batches) for e in trace.epochs(9)] == [

@@ -43,13 +43,77 @@ def test_the_main_loader_is_the_one_with_the_most_batches() -> None:
     trace.feed(_epoch("1.1", 2.0, 2.5, 4.0, 20) + _epoch("1.2", 4.1, 4.3, 4.5, 4))
     trace.feed(_epoch("1.1", 5.0, 5.1, 6.0, 20))
     assert trace.main_id() == "1.1"
+    # The second epoch is whole once the command ended, or the main loader's next
+    # iter() came (see NOTE [epoch of the training]).
+    assert trace.epochs_done() == 1
+    trace.ended = True
     assert trace.epochs_done() == 2
     epochs = trace.epochs(5)
-    assert [e.wall_s for e in epochs] == [2.0, 1.0]
+    # The first epoch holds the other loader's pass (4.1 to 4.5).
+    assert [round(e.wall_s, 3) for e in epochs] == [2.5, 1.0]
+    assert [round(e.others_s, 3) for e in epochs] == [0.4, 0.0]
     assert [round(e.first_batch_s or 0, 3) for e in epochs] == [0.5, 0.1]
     assert trace.built_s() == 1.0 and trace.before_first_s() == 2.0
     main = trace.main()
     assert main is not None and main.site == "train.py:10" and main.built == 1
+    assert main.others == ("train.py:11",)
+
+
+def test_an_epoch_holds_the_switched_loaders_passes_before_the_next_iter() -> None:
+    """See NOTE [epoch of the training]. A validation pass after each train pass is in
+    its epoch, waits included; a loader without workers (the arm leaves it alone) and a
+    pass before the first epoch (a sanity check) are not; the trial's last epoch is
+    whole only at the next iter()."""
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:6", 0.5)])
+    trace.feed([_created("1.3", "t.py:7", 0.5, workers=0)])
+    trace.feed(_epoch("1.2", 0.6, 0.7, 0.8, 2))  # a sanity check
+    waits = {"wait_first": 0.3, "wait_steady": 0.1}
+    for k in range(3):
+        t = 1.0 + 2 * k
+        train = _epoch("1.1", t, t + 0.4, t + 1.0, 20)
+        train[-1].update(waits)
+        val = _epoch("1.2", t + 1.1, t + 1.5, t + 1.6, 4)
+        val[-1].update(waits)
+        trace.feed(train + val + _epoch("1.3", t + 1.7, t + 1.75, t + 1.8, 4))
+        assert trace.epochs_done() == k
+    epochs = trace.epochs(5)
+    assert [round(e.wall_s, 3) for e in epochs] == [1.6, 1.6]
+    assert [round(e.others_s, 3) for e in epochs] == [0.5, 0.5]
+    wait = epochs[1].wait
+    assert wait is not None and (round(wait.first_s, 3), round(wait.steady_s, 3)) == (0.6, 0.2)
+    main = trace.main()
+    assert main is not None and main.others == ("t.py:6",)
+    trace.ended = True
+    assert trace.epochs_done() == 3
+
+
+def test_loader_site_times_its_loader_alone() -> None:
+    # The arm switches only the loader at --loader-site: the other runs alike in both.
+    trace = CommandTrace(0, site="t.py:5")
+    trace.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:6", 0.5)])
+    for k in range(3):
+        t = 1.0 + 2 * k
+        trace.feed(
+            _epoch("1.1", t, t + 0.4, t + 1.0, 20) + _epoch("1.2", t + 1.1, t + 1.5, t + 1.6, 4)
+        )
+    assert [round(e.wall_s, 3) for e in trace.epochs(5)] == [1.0, 1.0]
+
+
+def test_a_cut_validation_pass_is_projected_at_its_own_rate() -> None:
+    # A validation pass cut after 4 of its 10 batches, 0.1 s a batch once they flow,
+    # would run 0.6 s longer whole (see NOTE [cut epochs]).
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:6", 0.5)])
+    for k in range(2):
+        t = 1.0 + 2 * k
+        val = _epoch("1.2", t + 1.1, t + 1.5, t + 1.9, 4, ended="cut")
+        val[0]["planned"] = 10
+        val[-1]["last_batch"] = int((t + 1.8) * S)
+        trace.feed(_epoch("1.1", t, t + 0.4, t + 1.0, 20) + val)
+    trace.ended = True
+    first = trace.epochs(5)[0]
+    assert round(first.others_s, 3) == 0.8 and round(first.others_full_s or 0, 3) == 1.4
 
 
 def test_an_open_epoch_does_not_count_until_it_ends() -> None:
@@ -58,6 +122,8 @@ def test_an_open_epoch_does_not_count_until_it_ends() -> None:
     trace.feed(_epoch("1.1", 1.0, 1.2, 2.0, 10)[:2])
     assert trace.epochs_done() == 0 and trace.main_id() is None
     trace.feed(_epoch("1.1", 1.0, 1.2, 2.0, 10, ended="left")[2:])
+    assert trace.epochs_done() == 0
+    trace.feed(_epoch("1.1", 2.0, 2.2, 3.0, 10)[:1])
     assert trace.epochs_done() == 1
 
 
@@ -66,6 +132,7 @@ def test_a_loader_rebuilt_every_epoch_counts_its_rebuilds_and_has_nothing_to_com
     for i in range(3):
         trace.feed([_created(f"1.{i}", "t.py:7", 1.0 + 2 * i)])
         trace.feed(_epoch(f"1.{i}", 1.1 + 2 * i, 1.5 + 2 * i, 2.5 + 2 * i, 8))
+    trace.ended = True
     assert trace.epochs_done() == 3
     main = trace.main()
     assert main is not None and main.built == 3 and main.epochs_per_loader == 1
@@ -156,6 +223,9 @@ def test_under_torchrun_each_epoch_is_the_slowest_ranks() -> None:
     trace.feed(_epoch("1.1", 2.0, 2.4, 3.0, 8) + _epoch("1.1", 3.0, 3.1, 3.5, 8))
     trace.feed(_epoch("1.1", 3.5, 3.6, 4.0, 8))
     trace.feed(_epoch("2.1", 2.0, 2.3, 2.9, 8) + _epoch("2.1", 2.9, 3.0, 3.8, 8))
+    # Rank 1's second epoch is whole at its third iter() (NOTE [epoch of the training]).
+    assert trace.epochs_done() == 1
+    trace.feed(_epoch("2.1", 3.8, 3.9, 4.5, 8)[:1])
     assert trace.epochs_done() == 2
     epochs = trace.epochs(5)
     assert [round(e.wall_s, 3) for e in epochs] == [1.0, 0.9]
@@ -171,6 +241,7 @@ def test_under_torchrun_a_loader_rebuilt_every_epoch_is_counted_per_rank() -> No
             lid = f"{rank + 1}.{i}"
             trace.feed([_created(lid, "t.py:7", 1.0 + 2 * i, rank=rank)])
             trace.feed(_epoch(lid, 1.1 + 2 * i, 1.5 + 2 * i, 2.5 + 2 * i, 8))
+    trace.ended = True
     assert trace.epochs_done() == 3
     main = trace.main()
     assert main is not None and (main.built, main.epochs_per_loader, main.ranks) == (3, 1, 2)

@@ -56,6 +56,7 @@ def _trial(index: int, arm: str, epochs: tuple[CommandEpoch, ...], **kw: Any) ->
 def test_each_epoch_carries_its_waits_and_its_cut() -> None:
     trace = CommandTrace(0)
     trace.feed(_events(cut=True))
+    trace.ended = True
     first, second = trace.epochs(2)
     assert first.wait == WaitSplit(0.8, 0.3, 0.1, 10)
     assert first.cut and first.planned_batches == 40
@@ -68,6 +69,7 @@ def test_each_epoch_carries_its_waits_and_its_cut() -> None:
 def _trace_epochs(cut: bool) -> tuple[CommandEpoch, ...]:
     trace = CommandTrace(0)
     trace.feed(_events(cut))
+    trace.ended = True
     return trace.epochs(2)
 
 
