@@ -13,7 +13,7 @@ from typing import Any, Literal
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
 from loaderprof.model.watch import WatchedLoader, whole_epochs
-from loaderprof.report.partial import plan_words
+from loaderprof.report.partial import plan_words, unmeasured_arms
 from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
 
 __all__ = [
@@ -284,10 +284,13 @@ def summary_rows(report: Report) -> list[SummaryRow]:
         *val,
         _row("steady samples/s", p.steady_samples_per_s, n.steady_samples_per_s, "rate"),
         _row("worker start-up", p.worker_startup_s, n.worker_startup_s, "time"),
-        # Where the user looks for "why is the first batch slow"; only when measured.
+        # Where the user looks for "why is the first batch slow": when measured, and
+        # where an arm ran no timed trial (an interrupted run), to read "not measured"
+        # as the other timed rows do rather than vanish from the table.
         *(
             [_row("1st item extra / worker", *extra, "time")]
             if any(extra := (first_item_extra(p_arm), first_item_extra(n_arm)))
+            or unmeasured_arms(report)
             else []
         ),
         _row("shutdown after last epoch", p.shutdown_s, n.shutdown_s, "time", brief=False),

@@ -19,7 +19,15 @@ import psutil
 
 from loaderprof.errors import UsageError
 from loaderprof.inside import procfs
-from loaderprof.watching.pools import BUSY_CPU_SHARE, Pool, Pools, classify, most, most_each
+from loaderprof.watching.pools import (
+    BUSY_CPU_SHARE,
+    Crowd,
+    Pool,
+    Pools,
+    classify,
+    most,
+    most_each,
+)
 
 # After the job's main process exits, how long its workers have to follow before
 # those still alive are named as left behind (a worker's own shutdown takes a moment).
@@ -101,7 +109,8 @@ class Observer:
         self.main_peak: tuple[int | None, ...] = (None, None)
         self.shm_size: int | None = None
         self.shm_peak: int | None = None
-        self.peak_workers = 0
+        # A worker is placed up to FORK_EXEC_S and a tick or two after its birth.
+        self.crowd = Crowd(keep_s=max(CROWD_KEEP_S, FORK_EXEC_S + 4 * interval_s))
         self.busy_s = 0.0
         self.job_exited_s: float | None = None
         self.left_behind: tuple[int, ...] = ()
@@ -114,6 +123,11 @@ class Observer:
         self._latest: dict[int, tuple[int, int | None, int]] = {}
         # The children not seen gone yet.
         self._live: set[int] = set()
+
+    @property
+    def peak_workers(self) -> int:
+        """The most worker processes alive at once (`Crowd`)."""
+        return self.crowd.peak
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -174,7 +188,7 @@ class Observer:
         cpu_used = self._follow(now, deep)
         self.pools.split(now)
         live = [p for p in self.pools.worker_pools() if p.alive()]
-        self.peak_workers = max(self.peak_workers, sum(len(p.alive()) for p in live))
+        self.crowd.tick(now, {w: p.births.get(w, p.born_s) for p in live for w in p.alive()})
         busy = {pool.id: self._pool_tick(pool, now, dt, deep, cpu_used) for pool in live}
         for pool in live:
             # See check `idle-pools`: idle while another pool of its parent works.
@@ -326,6 +340,8 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 # stays (a worker), not one about to exec (`subprocess`): a service started beside the
 # loader was met before its exec under a full suite's load and read as a third worker.
 FORK_EXEC_S = 0.2
+# Least seconds each tick's alive workers are kept for workers placed after it (Crowd).
+CROWD_KEEP_S = 1.0
 
 
 def _since_boot() -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import os
 import statistics
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -316,6 +317,40 @@ class Pools:
     def worker_pools(self) -> list[Pool]:
         """Pools of workers (not of processes that have workers of their own)."""
         return [p for p in self.pools if not self.parents & set(p.pids)]
+
+
+class Crowd:
+    """The most worker processes alive at once, counted from PIDs tick by tick.
+
+    A worker is often placed some ticks after its birth (a forked child is met again
+    until it is old enough not to be about to exec, `attach.FORK_EXEC_S`), and an older
+    pool may have exited by then: counting only the workers placed at each tick missed
+    every overlap shorter than that delay (Lightning starts the next loader's workers
+    moments before the last iterator's exit: 6 alive read as 4). So each tick's alive
+    PIDs are kept for `keep_s`, and a worker placed later is added to those of them
+    taken after its birth: it was alive then, as it is now."""
+
+    def __init__(self, keep_s: float) -> None:
+        self.keep_s = keep_s
+        self.peak = 0
+        # (tick's time, worker PIDs alive at it), oldest first, the last `keep_s` only.
+        self._ticks: deque[tuple[float, set[int]]] = deque()
+        self._known: set[int] = set()
+
+    def tick(self, t_s: float, alive: dict[int, float]) -> None:
+        """`alive`: each worker alive at `t_s` and its birth (seconds, the same clock)."""
+        while self._ticks and self._ticks[0][0] < t_s - self.keep_s:
+            self._ticks.popleft()
+        new = {p: b for p, b in alive.items() if p not in self._known}
+        for t, pids in self._ticks:
+            # A birth is read in whole clock ticks, rounded down: one a tick before `t`
+            # may have come after it.
+            pids.update(p for p, b in new.items() if b + BIRTH_TICK_S <= t)
+            self.peak = max(self.peak, len(pids))
+        self._ticks.append((t_s, set(alive)))
+        self.peak = max(self.peak, len(alive))
+        # Only the PIDs still alive: a long watch's exited workers are not kept.
+        self._known = set(alive)
 
 
 def lineages(pools: Sequence[Pool], tolerance_s: float) -> list[list[Pool]]:

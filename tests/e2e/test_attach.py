@@ -203,6 +203,40 @@ def test_a_pool_whose_memory_grows_every_epoch(tmp_path: Path) -> None:
     assert_nothing_left()
 
 
+def test_workers_at_once_count_a_pool_started_just_before_the_last_one_exited(
+    tmp_path: Path,
+) -> None:
+    job = Job(
+        tmp_path,
+        """
+        train = DataLoader(Busy(40), batch_size=4, num_workers=2)
+        val = DataLoader(Busy(60), batch_size=4, num_workers=2)
+        for epoch in range(3):
+            batches = iter(train)
+            for _ in range(len(train)):
+                next(batches)
+            # As Lightning does: the next loader's workers start before the last
+            # iterator's exit, which ends its workers 0.1 s later, before the watch
+            # places the new forked workers (0.2 s after their birth).
+            checks = iter(val)
+            time.sleep(0.1)
+            del batches
+            for _ in checks:
+                pass
+        """,
+    )
+    out = tmp_path / "a.json"
+    finish(job.watch(out), timeout=90)
+    assert job.proc.wait(timeout=30) == 0
+    report = _report(out)
+    gens = [g for p in report["pools"] for g in p["generations"]]
+    assert sum(len(g["workers"]) for g in gens) == 12
+    # The header's count is the report's own lifetimes': 4 alive at once, not the 2
+    # of the pools the watch had placed by each tick.
+    assert report["peak_worker_processes"] == 4
+    assert_nothing_left()
+
+
 def test_a_job_that_exits_leaving_its_workers_behind(tmp_path: Path) -> None:
     # os._exit skips the loader's shutdown: its workers notice their parent is gone
     # only at their next status check, seconds later.

@@ -67,6 +67,17 @@ def test_a_row_without_a_figure_shows_no_unit() -> None:
     assert row.split()[4:] == ["–", "–"], row
 
 
+def test_a_run_stopped_before_a_timed_trial_says_each_timed_row_was_not_measured(
+    rendered: dict[str, RenderableType],
+) -> None:
+    # The compare screens' run stopped after its memory trials, before any timing
+    # trial: the first item's extra is a timed figure too, not a row that vanishes.
+    for name in ("compare", "compare_verbose"):
+        lines = _text(rendered[name], 120).splitlines()
+        (row,) = [ln for ln in lines if "1st item extra / worker" in ln]
+        assert row.count("not measured") == 2, row
+
+
 def test_a_sweep_stopped_in_a_first_trial_says_plainly_what_ran() -> None:
     import loaderprof
     from fakes import FakeRunner

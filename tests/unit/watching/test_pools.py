@@ -11,6 +11,7 @@ from loaderprof.watching.pools import (
     SPLIT_AFTER_S,
     Activity,
     Bounded,
+    Crowd,
     Pools,
     classify,
     lineages,
@@ -84,6 +85,54 @@ def test_processes_with_workers_of_their_own_are_no_pool() -> None:
     workers = pools.place(20, 10, 3.0, "fork")
     assert pools.parents == {10}
     assert pools.worker_pools() == [workers]
+
+
+def _crowd_peak(lives: list[tuple[int, float, float, float]], interval: float = 0.05) -> int:
+    """Replays a watch's ticks: each worker (pid, birth, first tick it is placed at,
+    first tick it is seen gone at) is in the alive PIDs of the ticks between."""
+    crowd = Crowd(keep_s=1.0)
+    end = max(gone for *_, gone in lives)
+    for k in range(round(end / interval) + 2):
+        t = k * interval
+        crowd.tick(t, {pid: b for pid, b, met, gone in lives if met <= t < gone})
+    return crowd.peak
+
+
+def test_workers_placed_late_count_with_those_alive_since_their_birth() -> None:
+    # Lightning's epochs (`watch --pid` on its user's job): the train pool (10, 11) and
+    # the validation pool (20, 21) alive, the next pool (30, 31) born at 1.328 s and
+    # 1.348 s, some 0.1 s before the train pool's exit (seen gone at the 1.45 s tick).
+    # Forked, the newcomers are placed only 0.2 s after their birth (FORK_EXEC_S).
+    lives = [
+        (10, 0.308, 0.55, 1.45),
+        (11, 0.328, 0.55, 1.45),
+        (20, 0.748, 0.95, 1.95),
+        (21, 0.758, 1.0, 2.0),
+        (30, 1.328, 1.55, 2.6),
+        (31, 1.348, 1.55, 2.55),
+    ]
+    assert _crowd_peak(lives) == 6
+    # Counted only as placed, they overlap none of the train pool: the 4 the watch said.
+    placed_at_birth = [(pid, met, met, gone) for pid, _, met, gone in lives]
+    assert _crowd_peak(placed_at_birth) == 4
+
+
+def test_a_pool_born_after_the_last_tick_its_predecessor_was_seen_at_is_not_beside_it() -> None:
+    # Rebuilt every epoch: the old pair was alive at the 1.00 s tick, gone at 1.05 s;
+    # the new pair was born at 1.02 s, after that tick, and at 0.995 s, within a clock
+    # tick of it (a birth is read in whole ticks, rounded down): never 4 at once.
+    lives = [(10, 0.0, 0.2, 1.05), (11, 0.0, 0.2, 1.05), (20, 1.02, 1.25, 3.0)]
+    assert _crowd_peak([*lives, (21, 0.995, 1.25, 3.0)]) == 2
+    # Born a clock tick before the 1.00 s tick, it was alive beside the old pair.
+    assert _crowd_peak([*lives, (21, 0.985, 1.25, 3.0)]) == 3
+
+
+def test_a_crowd_keeps_only_its_last_ticks() -> None:
+    crowd = Crowd(keep_s=1.0)
+    for k in range(1000):
+        crowd.tick(k * 0.05, {k: k * 0.05})
+    assert crowd.peak == 1
+    assert len(crowd._ticks) <= 1.0 / 0.05 + 1
 
 
 def _ended(pools: Pools, pids: list[int], t: float) -> None:
