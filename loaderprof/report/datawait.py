@@ -10,7 +10,7 @@ from loaderprof.model.results import ARM_LABEL, ARMS, Report
 from loaderprof.model.watch import WatchedLoader
 from loaderprof.units import fmt_pct, fmt_seconds
 
-COMPARE_HEAD = "data wait in the median steady epoch (the main process inside the loader)"
+COMPARE_HEAD = "data wait in the median steady epoch (the main process inside its loaders)"
 
 
 def _pct(share: float | None) -> str:
