@@ -123,6 +123,9 @@ class Observer:
         self._latest: dict[int, tuple[int, int | None, int]] = {}
         # The children not seen gone yet.
         self._live: set[int] = set()
+        # Children with their parent's command line, younger than FORK_EXEC_S: met again
+        # at later ticks, until they exec or are old enough to be workers.
+        self._young: dict[int, Proc] = {}
 
     @property
     def peak_workers(self) -> int:
@@ -203,23 +206,30 @@ class Observer:
     def _meet(self, now: float) -> None:
         """Every child not seen yet, placed in birth order (a pool's workers may be
         met over two ticks: they are placed by birth, not by when they were met)."""
+        alive = procfs.tree(self.pid)[1:]
         met = []
-        for pid in procfs.tree(self.pid)[1:]:
+        for pid in alive:
             if pid in self.procs:
                 continue
-            proc = self._read_new(pid)
+            held = self._young.pop(pid, None)
+            proc = self._read_new(pid) if held is None else _read_again(held)
             if proc is not None:
                 met.append(proc)
+        # A young fork gone before it was old enough never exec'd: a worker that lived
+        # less than FORK_EXEC_S (a short validation pass's), met as it was.
+        gone = {pid: self._young.pop(pid) for pid in list(self._young) if pid not in alive}
         # Parents first (a forkserver met in the tick its workers were), each told by
         # its parent's command line.
-        for proc in sorted(met, key=lambda p: p.born_s):
+        for proc in sorted([*met, *gone.values()], key=lambda p: p.born_s):
             parent = self.procs.get(proc.ppid)
             parent_cmd = parent.command if parent is not None else ""
             if proc.ppid == self.pid:
                 parent_cmd = "\0".join(self.command)
             # Forked to run another program, a child has its parent's command line until
             # its exec: a young one is met again at a later tick (placed by its birth).
-            if proc.command == parent_cmd and now - proc.born_s < FORK_EXEC_S:
+            young = proc.command == parent_cmd and now - proc.born_s < FORK_EXEC_S
+            if young and proc.pid not in gone:
+                self._young[proc.pid] = proc
                 continue
             proc.role, proc.start_method = classify(
                 proc.command.split("\0"), proc.exe, parent_cmd.split("\0")
@@ -228,6 +238,9 @@ class Observer:
             self._live.add(proc.pid)
             if proc.role == "worker":
                 self.pools.place(proc.pid, proc.ppid, proc.born_s, proc.start_method)
+        # Those gone are seen gone now (`_reap`), after their places.
+        if gone:
+            self._reap(now)
 
     def _read_new(self, pid: int) -> Proc | None:
         ticks = procfs.start_ticks(pid)
@@ -349,6 +362,19 @@ def _since_boot() -> float:
     (psutil's create_time adds a boot time rounded to the second: births read that
     way are up to a second off the exits this loop sees)."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _read_again(proc: Proc) -> Proc:
+    """A young child's command line and executable again (an exec changes both); as it
+    was met where it is gone."""
+    if proc.handle is not None:
+        try:
+            with proc.handle.oneshot():
+                proc.command = "\0".join(proc.handle.cmdline())
+                proc.exe = _exe(proc.handle)
+        except psutil.Error:
+            pass
+    return proc
 
 
 def _exe(handle: psutil.Process) -> str:

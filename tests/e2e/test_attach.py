@@ -112,7 +112,9 @@ def test_a_persistent_train_pool_and_a_validation_pool_rebuilt_every_epoch(
         tmp_path,
         """
         train = DataLoader(Busy(200), batch_size=4, num_workers=2, persistent_workers=True)
-        val = DataLoader(Busy(40), batch_size=4, num_workers=2)
+        # Its passes idle the train pool for 0.4 s and more, past PAUSE_MIN_S on a fast,
+        # idle machine too (a 0.2 s pass left the train pool's epochs untold).
+        val = DataLoader(Busy(80), batch_size=4, num_workers=2)
         # Lightning's sanity check: a validation batch, its iterator alive as the train
         # pool starts (born within the birth window of its workers), dropped later.
         sanity = iter(val)
@@ -234,6 +236,29 @@ def test_workers_at_once_count_a_pool_started_just_before_the_last_one_exited(
     # The header's count is the report's own lifetimes': 4 alive at once, not the 2
     # of the pools the watch had placed by each tick.
     assert report["peak_worker_processes"] == 4
+    assert_nothing_left()
+
+
+def test_workers_that_live_less_than_the_fork_exec_delay_are_counted(tmp_path: Path) -> None:
+    # A forked child is placed once it is FORK_EXEC_S old or gone: one gone sooner
+    # never exec'd, so it was a worker (a short pass's), met as it was.
+    job = Job(
+        tmp_path,
+        """
+        short = DataLoader(Busy(4), batch_size=2, num_workers=2)
+        for epoch in range(3):
+            for _ in short:
+                pass
+            time.sleep(0.5)
+        """,
+    )
+    out = tmp_path / "a.json"
+    finish(job.watch(out), timeout=90)
+    assert job.proc.wait(timeout=30) == 0
+    report = _report(out)
+    lives = [w for p in report["pools"] for g in p["generations"] for w in g["workers"]]
+    assert len(lives) == 6, report["pools"]
+    assert max(w["exited_s"] - w["born_s"] for w in lives) < 0.5
     assert_nothing_left()
 
 
