@@ -85,10 +85,12 @@ def test_template_trials_measure_the_memory_fresh_interpreters_do(tmp_path: Path
     # parent, a test runner that imported torch) counts 2/(m+2) of a page where a fresh
     # interpreter holds 1/(m+1), and no sum of smaps figures can tell m. m changes while
     # the runs follow one another on a busy runner: beside a second test process that
-    # starts torch interpreters all the while, it read 3.2 % low. 5 % either way still
-    # tells tens of MiB apart. In the tree's total, with more sharers, they weigh less.
+    # starts torch interpreters all the while, it read 3.2 % low; on the CUDA build,
+    # whose libraries map many more file pages, 6.4 % high (359 MiB against 338 MiB,
+    # torch 2.14.1+cu130, under the suite's -n 2). 8 % either way still tells tens of
+    # MiB apart. In the tree's total, with more sharers, they weigh less.
     a, b = _persistent(forked, "setup_main_pss_bytes"), _persistent(fresh, "setup_main_pss_bytes")
-    assert 0.95 * b <= a <= 1.05 * b, (a / MiB, b / MiB)
+    assert 0.92 * b <= a <= 1.08 * b, (a / MiB, b / MiB)
     # Its RSS counts the import's file pages the fork left out of its page tables, as
     # a fresh interpreter's does (+0.5 % measured); without them it read 30 % low.
     a, b = _setup(forked, "setup_main_rss_bytes"), _setup(fresh, "setup_main_rss_bytes")
