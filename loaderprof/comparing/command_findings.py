@@ -40,7 +40,8 @@ def arm_findings(trials: Sequence[CommandTrial]) -> tuple[Finding, ...]:
                 continue
             key = (t.arm, *finding_key(f))
             first, seen = out.get(key, (f, []))
-            out[key] = (first, [*seen, t.index])
+            # A trial that shows it twice (one loader idle beside two) is one trial.
+            out[key] = (first, seen if t.index in seen else [*seen, t.index])
     return tuple(
         dataclasses.replace(f, arm=arm, evidence={**f.evidence, "trials": seen})
         for (arm, _, _), (f, seen) in out.items()

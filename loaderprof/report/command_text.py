@@ -42,8 +42,9 @@ def _head(r: CommandReport, width: int) -> list[str]:
         out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
         if main.others:
             # See NOTE [epoch of the training].
+            # By site: a loader rebuilt for each pass (HF's eval loader) is one line.
             many = len(main.others) > 1
-            lead = f"  each epoch also holds the pass{'es' * many} of the loader{'s' * many} at "
+            lead = f"  each epoch also holds {'passes' if many else 'a pass'} of loaders built at "
             out.append(lead + _fit(", ".join(main.others), width - len(lead)))
         if main.ranks:
             # NOTE [ranks in a command]

@@ -140,7 +140,8 @@ def test_an_arms_finding_names_its_arm_and_trials_once() -> None:
         _trial(1, "persistent", (), findings=(_leak(),)),
         _trial(2, "non_persistent", ()),
         _trial(3, "non_persistent", (), findings=(_leak(site="t.py:9", severity="info"),)),
-        _trial(4, "persistent", (), findings=(_leak(),)),
+        # Twice in one trial (a loader idle beside two others): trial 4 once.
+        _trial(4, "persistent", (), findings=(_leak(), _leak())),
     ]
     found = arm_findings(trials)
     assert [(f.arm, f.evidence["site"], f.evidence["trials"]) for f in found] == [
