@@ -48,6 +48,7 @@ from typing import Any
 
 from loaderprof.inside import events
 from loaderprof.inside.events import Ev
+from loaderprof.inside.frameworks import trainer_follows
 from loaderprof.inside.probe import WorkerInitProbe, held_by_children
 from loaderprof.inside.site import same_site, user_site
 from loaderprof.inside.waits import WaitClock
@@ -315,15 +316,16 @@ def _switched(loader: Any, site: str) -> bool:
 
 
 def _force_persistence(loader: Any, site: str) -> bool:
-    """The arm's persistent_workers (see NOTE [command arms]), set on a loader the arm
-    switches once its __init__ validated the script's own settings. Set past
-    DataLoader.__setattr__, which refuses it after __init__: every iterator reads it
-    from the loader, so the arm holds from the first epoch. Returns what this loader
-    was asked for (a framework's rebuild takes its origin's: `_register`)."""
+    """The arm's persistent_workers (see NOTE [command arms]) on a loader the arm switches,
+    past DataLoader.__setattr__ (which refuses it after __init__ checked the script's
+    settings), and on the HF Trainer building it (inside/frameworks.py). Returns what
+    this loader was asked for (a framework's rebuild takes its origin's: `_register`)."""
     asked = bool(loader.persistent_workers)
     if not _switched(loader, site):
         return asked
-    object.__setattr__(loader, "persistent_workers", os.environ.get(ENV_PERSIST) == "1")
+    persistent = os.environ.get(ENV_PERSIST) == "1"
+    object.__setattr__(loader, "persistent_workers", persistent)
+    trainer_follows(persistent)
     cut = os.environ.get(ENV_MAX_BATCHES, "")
     if cut.isdigit() and int(cut) > 0:
         object.__setattr__(loader, "_lp_cut", int(cut))
@@ -331,10 +333,9 @@ def _force_persistence(loader: Any, site: str) -> bool:
 
 
 def _preload() -> None:
-    """What the init probe imports in each worker (procfs, psutil: about 60 ms cold),
-    imported once here: a forked worker inherits it, so a pool started every epoch
-    does not pay it every epoch, a cost persistence would seem to remove
-    (benchmarks/command_compare.py). A spawned worker imports it all anyway."""
+    """What the init probe imports in each worker (procfs, psutil: about 60 ms cold), once
+    here: a forked worker inherits it, so a pool started every epoch does not pay it, a
+    cost persistence would seem to remove (benchmarks/command_compare.py)."""
     try:
         from loaderprof.inside import procfs  # noqa: F401
     except Exception as exc:
