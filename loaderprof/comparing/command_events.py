@@ -159,7 +159,7 @@ class CommandTrace:
             and self._switched(ld)
             for e in ld.ended
         ]
-        periods = []
+        periods: list[_Period] = []
         for i, span in enumerate(spans):
             nxt = spans[i + 1].start_ns if i + 1 < len(spans) else None
             if span.end is None:
@@ -171,6 +171,8 @@ class CommandTrace:
                 for site, e in others
                 if span.start_ns <= e.start_ns and (nxt is None or e.start_ns < nxt)
             ]
+            if nxt is None:
+                inside = _as_before(inside, periods)
             sites = frozenset(site for site, _ in inside)
             periods.append(_Period(span, tuple(e for _, e in inside), sites))
         return periods
@@ -240,6 +242,21 @@ class CommandTrace:
 
     def built_any(self) -> bool:
         return bool(self.loaders)
+
+
+def _as_before(
+    inside: list[tuple[str, IterSpan]], before: list[_Period]
+) -> list[tuple[str, IterSpan]]:
+    """The last epoch of a command that ended by itself has no next iter() to end it:
+    it holds one pass of each loader the epochs before it held (its validation pass),
+    not what the script ran after its training (a test pass, an evaluation of its
+    own)."""
+    sites = frozenset().union(*(p.sites for p in before))
+    first: dict[str, tuple[str, IterSpan]] = {}
+    for site, e in sorted(inside, key=lambda x: x[1].start_ns):
+        if site in sites:
+            first.setdefault(site, (site, e))
+    return list(first.values())
 
 
 def _int_or_none(v: Any) -> int | None:

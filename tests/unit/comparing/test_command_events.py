@@ -245,3 +245,20 @@ def test_under_torchrun_a_loader_rebuilt_every_epoch_is_counted_per_rank() -> No
     assert trace.epochs_done() == 3
     main = trace.main()
     assert main is not None and (main.built, main.epochs_per_loader, main.ranks) == (3, 1, 2)
+
+
+def test_the_last_epoch_of_a_command_that_ended_holds_its_validation_not_its_test() -> None:
+    # No next iter() ends it: one pass of each loader the epochs before held, not a
+    # test pass the script ran after its training (see NOTE [epoch of the training]).
+    trace = CommandTrace(0)
+    sites = {"1.1": "t.py:5", "1.2": "t.py:6", "1.3": "t.py:9"}
+    trace.feed([_created(lid, site, 0.5) for lid, site in sites.items()])
+    for k in range(2):
+        t = 1.0 + 2 * k
+        trace.feed(
+            _epoch("1.1", t, t + 0.4, t + 1.0, 20) + _epoch("1.2", t + 1.1, t + 1.2, t + 1.5, 4)
+        )
+    trace.feed(_epoch("1.3", 4.0, 4.1, 7.0, 40))  # trainer.test()
+    trace.ended = True
+    assert [round(e.wall_s, 3) for e in trace.epochs(5)] == [1.5, 1.5]
+    assert [round(e.others_s, 3) for e in trace.epochs(5)] == [0.4, 0.4]
