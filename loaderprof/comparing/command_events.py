@@ -99,14 +99,38 @@ class CommandTrace:
 
     def main_id(self) -> str | None:
         """The loader that ran the most batches in ended epochs (the first built on a
-        tie); with --loader-site, only loaders built there."""
+        tie), leaving out a pass the script ran after its training (`_after_training`);
+        with --loader-site, only loaders built there."""
+        trained_by = self._trained_by()
         ranked = [
-            (ld.batches, -i, lid)
+            (not self._after_training(lid, trained_by), ld.batches, -i, lid)
             for i, (lid, ld) in enumerate(self.loaders.items())
-            if self.site is None or same_site(str(ld.created.get("site", "")), self.site)
+            if ld.batches > 0
+            and (self.site is None or same_site(str(ld.created.get("site", "")), self.site))
         ]
-        ranked = [r for r in ranked if r[0] > 0]
-        return max(ranked)[2] if ranked else None
+        return max(ranked)[3] if ranked else None
+
+    def _passes(self, lid: str) -> list[IterSpan]:
+        """The iter()s of `lid` and of its rebuilds (`_siblings`)."""
+        return [e for ld in self._siblings(lid) for e in ld.epochs]
+
+    def _trained_by(self) -> int | None:
+        """The earliest last iter() among the loaders iterated more than once."""
+        lasts = [
+            max(e.start_ns for e in passes)
+            for passes in map(self._passes, self.loaders)
+            if len(passes) > 1
+        ]
+        return min(lasts, default=None)
+
+    def _after_training(self, lid: str, trained_by: int | None) -> bool:
+        """Iterated once, after every pass of a loader iterated more than once
+        (`trained_by`): a pass the script ran after its training (a test set's, however
+        many batches), no epoch of it. A Lightning sanity check makes its validation
+        loader one iterated twice before the train loader's second pass, never after
+        its first."""
+        passes = self._passes(lid)
+        return trained_by is not None and len(passes) == 1 and passes[0].start_ns > trained_by
 
     def _site_of(self, lid: str) -> str:
         return str(self.loaders[lid].created.get("site", "?"))
@@ -237,7 +261,7 @@ class CommandTrace:
         lid = self.main_id()
         if lid is None:
             return None
-        starts = [e.start_ns for ld in self._siblings(lid) for e in ld.epochs]
+        starts = [e.start_ns for e in self._passes(lid)]
         return (min(starts) - self.t0) / NS if starts else None
 
     def built_any(self) -> bool:

@@ -30,7 +30,12 @@ def scratch_dir(prefix: str) -> Iterator[str]:
     remove_stale(prefix)
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         pid = os.getpid()
-        Path(tmp, OWNER).write_text(f"{pid} {procfs.start_ticks(pid)}\n")
+        # Written aside, then renamed: a run killed between creating the owner file and
+        # writing it left an empty one, which proves no owner gone, so its directory
+        # stayed for good. A rename leaves either no owner file or a whole one.
+        draft = Path(tmp, OWNER + ".draft")
+        draft.write_text(f"{pid} {procfs.start_ticks(pid)}\n")
+        os.replace(draft, Path(tmp, OWNER))
         yield tmp
 
 

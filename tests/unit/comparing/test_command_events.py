@@ -262,3 +262,23 @@ def test_the_last_epoch_of_a_command_that_ended_holds_its_validation_not_its_tes
     trace.ended = True
     assert [round(e.wall_s, 3) for e in trace.epochs(5)] == [1.5, 1.5]
     assert [round(e.others_s, 3) for e in trace.epochs(5)] == [0.4, 0.4]
+
+
+def test_a_test_pass_after_the_training_is_not_the_main_loader() -> None:
+    # A script that ended by itself after 3 epochs, then ran its test set once: more
+    # batches than all its training, but one pass, so no epoch of the training.
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:9", 0.5)])
+    for k in range(3):
+        trace.feed(_epoch("1.1", 1.0 + k, 1.2 + k, 1.8 + k, 10))
+    trace.feed(_epoch("1.2", 4.0, 4.2, 9.0, 100))
+    trace.ended = True
+    assert trace.main_id() == "1.1" and trace.epochs_done() == 3
+    assert [round(e.wall_s, 3) for e in trace.epochs(5)] == [0.8, 0.8, 0.8]
+    main = trace.main()
+    assert main is not None and main.site == "t.py:5" and main.others == ()
+    # Before the training's second iter(), every loader has run once: batches decide.
+    early = CommandTrace(0)
+    early.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:9", 0.5)])
+    early.feed(_epoch("1.1", 1.0, 1.2, 1.8, 10) + _epoch("1.2", 1.9, 2.0, 2.5, 12))
+    assert early.main_id() == "1.2"

@@ -55,6 +55,8 @@ def test_a_run_names_itself_in_its_dir_and_clears_the_stale_ones_first(
     with scratch_dir("loaderprof-") as tmp:
         assert not stale.exists()
         assert Path(tmp, OWNER).read_text().split()[0] == str(os.getpid())
+        # Renamed into place whole: no draft is left beside it.
+        assert sorted(p.name for p in Path(tmp).iterdir()) == [OWNER]
         # Our own live dir is never another run's to remove.
         assert remove_stale("loaderprof-", str(tmp_path)) == []
     assert not Path(tmp).exists()
