@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,6 +25,15 @@ TESTS = Path(__file__).resolve().parent
 DATA = str(TESTS / "lp_testdata.py")
 
 PR_SET_CHILD_SUBREAPER = 36
+
+
+def requires(*modules: str) -> None:
+    """Skip the test (or, at a module's top, the module) unless each module is
+    installed: found, not imported. pytest.importorskip imports it in the test process,
+    where Lightning or transformers cost seconds that the script's own run pays again."""
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(f"{name} is not installed", allow_module_level=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,9 +22,9 @@ def _linger(seconds: float) -> None:
 
 
 def lingering_worker(worker_id: int) -> None:
-    """Ignores SIGTERM and blocks 8 s in a finalizer as the worker exits."""
+    """Ignores SIGTERM and blocks 4 s in a finalizer as the worker exits."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    util.Finalize(None, _linger, args=(8.0,), exitpriority=1)
+    util.Finalize(None, _linger, args=(4.0,), exitpriority=1)
 
 
 class Tiny(Dataset[torch.Tensor]):

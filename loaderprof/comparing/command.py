@@ -43,8 +43,9 @@ from loaderprof.config.run import AUTO, RunConfig, Schedule
 from loaderprof.errors import INTERRUPTS, Interrupted, LoaderprofError, UsageError
 from loaderprof.inside import procfs
 from loaderprof.inside.clock import NS
+from loaderprof.inside.cut import ENV_MAX_BATCHES
 from loaderprof.inside.events import Ev, EventReader
-from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_MAX_BATCHES, ENV_PERSIST
+from loaderprof.inside.hook import ENV_LOADER_SITE, ENV_PERSIST
 from loaderprof.measure import contention
 from loaderprof.measure.contention import busy_warning, unreaped_cpu_s
 from loaderprof.measure.hooked import HookedRun, ProcessTree, check_command, hooked_env, launch

@@ -47,6 +47,7 @@ import weakref
 from typing import Any
 
 from loaderprof.inside import events
+from loaderprof.inside.cut import cut_after, planned
 from loaderprof.inside.events import Ev
 from loaderprof.inside.frameworks import trainer_follows
 from loaderprof.inside.probe import WorkerInitProbe, held_by_children
@@ -58,9 +59,6 @@ ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
 # on every loader with workers, or only on those built at FILE:LINE.
 ENV_PERSIST = "LOADERPROF_PERSIST"
 ENV_LOADER_SITE = "LOADERPROF_LOADER_SITE"
-# `compare -- COMMAND --max-batches N`: the loaders the arm switches end each epoch
-# after N batches (NOTE [cut epochs]).
-ENV_MAX_BATCHES = "LOADERPROF_MAX_BATCHES"
 _TARGET = "torch.utils.data.dataloader"
 _ids = itertools.count(1)
 _patched: set[type] = set()
@@ -326,9 +324,7 @@ def _force_persistence(loader: Any, site: str) -> bool:
     persistent = os.environ.get(ENV_PERSIST) == "1"
     object.__setattr__(loader, "persistent_workers", persistent)
     trainer_follows(persistent)
-    cut = os.environ.get(ENV_MAX_BATCHES, "")
-    if cut.isdigit() and int(cut) > 0:
-        object.__setattr__(loader, "_lp_cut", int(cut))
+    cut_after(loader)
     return asked
 
 
@@ -414,7 +410,7 @@ def _patch_iter(cls: type, path: str) -> None:
                 _warn_once(exc, "a Dataset state record was lost")
             _leave(path, lid)
             _iterated.add(lid)
-            _emit(path, Ev.ITER_START, loader=lid, planned=_planned(self))
+            _emit(path, Ev.ITER_START, loader=lid, planned=planned(self))
         global _timing
         began = time.perf_counter()
         _timing += 1
@@ -540,26 +536,11 @@ def _timed_shutdown(original: Any) -> Any:
 
 
 def _cut(path: str, lid: Any, rec: _Epoch) -> None:
-    """NOTE [cut epochs]: `compare -- COMMAND --max-batches N` ends each epoch of the
-    loaders its arm switches once N batches were taken: the iterator raises
-    StopIteration as an exhausted one does, so the user's loop (a `for`, Lightning's
-    fetcher) sees a shorter epoch and goes on to its next one. A persistent pool
-    drops the batches it had in flight when its next iter() resets it, as torch does
-    for a loop that breaks; a non-persistent one ends with its iterator. The epoch
-    ends `cut`, now (the step after its last batch is in it, as StopIteration's
-    would be), with its last batch's stamp for the projection to the loader's len()
-    (analysis/projection.py). Every later __next__ of the iterator raises too."""
+    """The epoch ends `cut`, at its last batch's stamp (NOTE [cut epochs], in
+    inside/cut.py)."""
     if rec.batches is None:
         return
     _end(path, lid, rec, "cut", last_batch=rec.last)
-
-
-def _planned(loader: Any) -> int | None:
-    """The batches the epoch would serve to its StopIteration, where the loader knows."""
-    try:
-        return len(loader)
-    except Exception:
-        return None
 
 
 def _leave(path: str, lid: str) -> None:
@@ -567,6 +548,10 @@ def _leave(path: str, lid: str) -> None:
     taking its batches without a StopIteration (one without a batch stays abandoned)."""
     rec = _open.pop(lid, None)
     if rec is None or not rec.batches:
+        return
+    if rec.cut is not None and rec.batches >= rec.cut:
+        # A loop told of the cut by len() stopped at it by itself (NOTE [cut epochs]).
+        _end(path, lid, rec, "cut", t=rec.last, last_batch=rec.last)
         return
     _end(path, lid, rec, "left", t=rec.last)
 

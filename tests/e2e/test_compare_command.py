@@ -59,14 +59,26 @@ def _compare(tmp_path: Path, *args: str, argv: tuple[str, ...] = (), **kw: Any) 
     return run_cli("compare", *args, "--", sys.executable, str(tmp_path / "train.py"), *argv, **kw)
 
 
-def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture(scope="module")
+def lazy_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """One fixed-plan run of LAZY (2 trials a side, 3 epochs) with a gate that fails by
+    construction and one that passes: the saving's test and the gates' read it (one
+    run of a script that starts torch in every trial serves both)."""
+    tmp_path = tmp_path_factory.mktemp("lazy")
     _script(tmp_path, LAZY)
+    gates = ("--fail-on", "saved_s_per_epoch:>=5s", "--fail-on", "steady_epoch_ratio:<=0.9")
+    out, md = tmp_path / "r.json", tmp_path / "r.md"
+    args = ("--trials", "2", "--epochs", "3", *gates, "--json", str(out), "--markdown", str(md))
+    run = _compare(tmp_path, *args, argv=(str(tmp_path / "clock.txt"), "8"), env={"COLUMNS": "80"})
+    return run, tmp_path
+
+
+def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
+    lazy_run: tuple[Any, Path],
+) -> None:
+    run, tmp_path = lazy_run
     log, out = tmp_path / "clock.txt", tmp_path / "r.json"
-    args = ("--trials", "2", "--epochs", "3", "--json", str(out))
-    run = _compare(tmp_path, *args, argv=(str(log), "8"), env={"COLUMNS": "80"})
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 1, run.stderr  # its failing gate (the next test)
     report = json.loads(out.read_text())
     arms = [t["arm"] for t in report["trials"]]
     assert len(arms) == 4 and arms[0] == arms[3] != arms[1] == arms[2]  # A B B A
@@ -118,13 +130,10 @@ def test_the_adaptive_plan_stops_at_a_look_once_the_saving_is_decided(tmp_path: 
 
 
 def test_a_failing_gate_exits_as_compares_and_report_shows_the_screen_again(
-    tmp_path: Path,
+    lazy_run: tuple[Any, Path],
 ) -> None:
-    _script(tmp_path, LAZY)
+    run, tmp_path = lazy_run
     out, md = tmp_path / "r.json", tmp_path / "r.md"
-    gates = ("--fail-on", "saved_s_per_epoch:>=5s", "--fail-on", "steady_epoch_ratio:<=0.9")
-    args = ("--trials", "2", "--epochs", "3", *gates, "--json", str(out), "--markdown", str(md))
-    run = _compare(tmp_path, *args, argv=(str(tmp_path / "c.txt"), "8"))
     assert run.returncode == 1, run.stderr
     assert run.stderr.splitlines()[-1] == "loaderprof: gate failed: saved_s_per_epoch:>=5s"
     assert "Traceback" not in run.stderr
@@ -133,7 +142,7 @@ def test_a_failing_gate_exits_as_compares_and_report_shows_the_screen_again(
     assert report["gate_status"] == "fail" and report["plan"]["mode"] == "fixed"
     assert "Gates: FAIL" in run.stdout and "fixed plan" not in run.stdout
     assert "```text" in md.read_text() and "Gates: FAIL" in md.read_text()
-    again = run_cli("report", str(out))
+    again = run_cli("report", str(out), env={"COLUMNS": "80"})
     assert again.returncode == 0, again.stderr
     assert again.stdout == run.stdout
 

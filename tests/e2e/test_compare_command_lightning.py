@@ -1,6 +1,7 @@
 """See NOTE [command arms]. `compare -- COMMAND` on a Lightning Trainer: Lightning never
 lets the train iterator raise StopIteration and rebuilds the user's loaders; the
-arms still switch the user's loaders and the trial still stops after --epochs."""
+arms still switch the user's loaders, --max-batches still cuts each epoch and the
+trial still stops after --epochs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, script_site
+from conftest import requires, run_cli, script_site
 
 pytestmark = pytest.mark.e2e
 
@@ -78,13 +79,14 @@ if __name__ == "__main__":
 
 
 def test_a_lightning_datamodule_is_compared_on_its_train_loader(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
+    requires("lightning")
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(LIGHTNING))
     out = tmp_path / "r.json"
-    # One trial an arm: what is tested is the loader it finds and the epochs it stops
-    # after, not the plan (each Lightning start costs seconds of the suite).
-    args = ("--trials", "1", "--epochs", "3", "--json", str(out))
+    # One trial an arm: what is tested is the loader it finds, the epochs it stops after
+    # and the cut of each (NOTE [cut epochs]), not the plan (each Lightning start costs
+    # seconds of the suite).
+    args = ("--trials", "1", "--epochs", "3", "--max-batches", "16", "--json", str(out))
     run = run_cli("compare", *args, "--", sys.executable, str(script))
     assert run.returncode == 0, run.stderr
     report = json.loads(out.read_text())
@@ -96,6 +98,13 @@ def test_a_lightning_datamodule_is_compared_on_its_train_loader(tmp_path: Path) 
         assert t["main"]["persistent_asked"] is True
         assert t["main"]["persistent_workers"] is (t["arm"] == "persistent")
         assert t["stopped"] and len(t["epochs"]) == 3
-        assert all(e["batches"] == 20 for e in t["epochs"])
+        # Lightning's fetcher takes the cut's StopIteration and starts its next epoch;
+        # told of the cut by len(), it validates after it (4 batches, shorter than
+        # the cut): each epoch holds its validation pass (NOTE [cut epochs]).
+        assert [(e["batches"], e["cut"], e["planned_batches"]) for e in t["epochs"]] == [
+            (16, True, 20)
+        ] * 3
+        assert all(e["others_s"] > 0 for e in t["epochs"])
+    assert "ended after 16 of 20 batches" in " ".join(run.stdout.split())
     assert report["saving"]["saved_s"] > 0
     assert report["verdict"]["recommendation"] in ("enable", "neutral")

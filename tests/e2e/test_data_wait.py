@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import TESTS, Run, load, run_cli, watch_script
+from conftest import TESTS, Run, load, requires, run_cli, watch_script
 
 pytestmark = pytest.mark.e2e
 
@@ -187,7 +187,7 @@ if __name__ == "__main__":
 
 
 def test_lightnings_epochs_split_into_waits_and_its_training_steps(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
+    requires("lightning")
     run, report = watch_script(tmp_path, LIGHTNING)
     assert run.returncode == 0, run.stdout + run.stderr
     train, val = report["loaders"]

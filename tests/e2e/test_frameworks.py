@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import script_site, watch_script
+from conftest import requires, script_site, watch_script
 
 pytestmark = pytest.mark.e2e
 
@@ -160,7 +160,7 @@ def test_an_epoch_the_program_died_in_stays_cut(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("limit", [False, True], ids=["full", "limit_train_batches"])
 def test_lightning_fit_has_the_users_loaders_and_their_epochs(tmp_path: Path, limit: bool) -> None:
-    pytest.importorskip("lightning")
+    requires("lightning")
     run, report = _watch(tmp_path, LIGHTNING, "limit" if limit else "fit")
     assert run.returncode == 0, run.stdout + run.stderr
     # One loader per DataModule method, named by its line, not Lightning's.
@@ -183,7 +183,7 @@ def test_lightning_fit_has_the_users_loaders_and_their_epochs(tmp_path: Path, li
 
 
 def test_lightning_validate_then_test_is_not_a_recreated_loader(tmp_path: Path) -> None:
-    pytest.importorskip("lightning")
+    requires("lightning")
     run, report = _watch(tmp_path, LIGHTNING, "validate-test")
     assert run.returncode == 0, run.stdout + run.stderr
     val, test = _by_site(tmp_path, report, "# VAL"), _by_site(tmp_path, report, "# TEST")

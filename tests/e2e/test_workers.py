@@ -89,7 +89,7 @@ def test_workers_that_outlive_their_loader_are_reported(tmp_path: Path) -> None:
     (finding,) = report["findings"]
     assert finding["id"] == "workers-outlive-loader"
     trials = {a: t for a, arm in report["arms"].items() for t in arm["trials"]}
-    # Each worker ignores SIGTERM and blocks 8 s as it exits: the persistent pool's one,
+    # Each worker ignores SIGTERM and blocks 4 s as it exits: the persistent pool's one,
     # and both of the non-persistent arm's two epochs, are alive at the close.
     assert trials["persistent"]["workers_alive_at_close"] == 1
     assert trials["non_persistent"]["workers_alive_at_close"] == 2
