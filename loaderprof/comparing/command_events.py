@@ -241,6 +241,7 @@ class CommandTrace:
             ranks=len(self._ranks(lid)) if self._ranks(lid) != [None] else None,
             prefetch_factor=_int_or_none(created.get("prefetch_factor")),
             others=tuple(sorted(set().union(*(p.sites for p in self._slowest(lid))))),
+            setting=_str_or_none(created.get("setting")),
         )
 
     def epochs(self, limit: int) -> tuple[CommandEpoch, ...]:
@@ -335,3 +336,7 @@ def _full_pass(e: IterSpan, wall_s: float) -> float:
         return wall_s
     step = (last - e.first_ns) / NS / (batches - 1)
     return wall_s + (e.planned - batches) * step
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None

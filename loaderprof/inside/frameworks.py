@@ -7,26 +7,36 @@ rebuilt every epoch starts its workers every epoch whatever its own flag says. T
 arm that sets only the loaders' flag left the eval loader's start-up in both arms (a
 Trainer evaluating every epoch read 0.28 s persistent steady epochs where the user's
 flag gives 0.03 s), so the arm sets the Trainer's argument too, as the user would.
+That argument is also what the user turns persistence on with: the report names it.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+# The user's setting where the HF Trainer builds the loader.
+TRAINER_SETTING = "TrainingArguments.dataloader_persistent_workers"
 
 
-def trainer_follows(persistent: bool) -> None:
-    """The HF Trainer building the loader now (if one is) keeps its loaders as the arm
-    says: its `args.dataloader_persistent_workers` set to `persistent`."""
+def building_trainer() -> Any | None:
+    """The HF Trainer building a loader now (found up the caller's stack), or None."""
     frame = sys._getframe(1)
     while frame is not None:
         owner = frame.f_locals.get("self")
         if owner is not None and _is_trainer(type(owner)):
-            args = getattr(owner, "args", None)
-            if getattr(args, "dataloader_persistent_workers", persistent) != persistent:
-                # Past a frozen TrainingArguments' __setattr__ (some versions refuse it).
-                object.__setattr__(args, "dataloader_persistent_workers", persistent)
-            return
+            return owner
         frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def trainer_follows(trainer: Any, persistent: bool) -> None:
+    """`trainer` keeps its loaders as the arm says: its
+    `args.dataloader_persistent_workers` set to `persistent`."""
+    args = getattr(trainer, "args", None)
+    if getattr(args, "dataloader_persistent_workers", persistent) != persistent:
+        # Past a frozen TrainingArguments' __setattr__ (some versions refuse it).
+        object.__setattr__(args, "dataloader_persistent_workers", persistent)
 
 
 def _is_trainer(cls: type) -> bool:

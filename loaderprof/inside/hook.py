@@ -49,7 +49,7 @@ from typing import Any
 from loaderprof.inside import events
 from loaderprof.inside.cut import cut_after, planned
 from loaderprof.inside.events import Ev
-from loaderprof.inside.frameworks import trainer_follows
+from loaderprof.inside.frameworks import TRAINER_SETTING, building_trainer, trainer_follows
 from loaderprof.inside.probe import WorkerInitProbe, held_by_children
 from loaderprof.inside.site import same_site, user_site
 from loaderprof.inside.waits import WaitClock
@@ -313,17 +313,18 @@ def _switched(loader: Any, site: str) -> bool:
     return not wanted or same_site(site, wanted)
 
 
-def _force_persistence(loader: Any, site: str) -> bool:
+def _force_persistence(loader: Any, site: str, trainer: Any = None) -> bool:
     """The arm's persistent_workers (see NOTE [command arms]) on a loader the arm switches,
     past DataLoader.__setattr__ (which refuses it after __init__ checked the script's
-    settings), and on the HF Trainer building it (inside/frameworks.py). Returns what
+    settings), and on the HF Trainer building it, if one is (inside/frameworks.py). Returns what
     this loader was asked for (a framework's rebuild takes its origin's: `_register`)."""
     asked = bool(loader.persistent_workers)
     if not _switched(loader, site):
         return asked
     persistent = os.environ.get(ENV_PERSIST) == "1"
     object.__setattr__(loader, "persistent_workers", persistent)
-    trainer_follows(persistent)
+    if trainer is not None:
+        trainer_follows(trainer, persistent)
     cut_after(loader)
     return asked
 
@@ -341,7 +342,8 @@ def _preload() -> None:
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
     site, framework = user_site()
-    asked = _force_persistence(loader, site)
+    trainer = building_trainer()
+    asked = _force_persistence(loader, site, trainer)
     described = _describe(loader)
     origin = _origin(loader) if framework else None
     lid = origin.__dict__["_lp_id"] if origin is not None else f"{os.getpid()}.{next(_ids)}"
@@ -363,6 +365,8 @@ def _register(loader: Any, path: str) -> None:
         site=site,
         rank=int(rank) if rank and rank.isdigit() else None,
         persistent_asked=asked,
+        # What the user sets persistence with, where not the DataLoader's own flag.
+        setting=TRAINER_SETTING if trainer is not None else None,
         **described,
     )
     if loader.num_workers > 0:

@@ -61,6 +61,9 @@ class MainLoader:
     # The sites of the other loaders whose passes its epochs hold (see NOTE [epoch of
     # the training]).
     others: tuple[str, ...] = ()
+    # What the user turns persistence on with where a framework builds the loader from
+    # a setting of its own (inside/frameworks.py); None: the DataLoader's own flag.
+    setting: str | None = None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ def _head(r: CommandReport, width: int) -> list[str]:
     if main is not None:
         asked = "True" if main.persistent_asked else "False"
         out.append("main loader: " + _fit(main.site, width - 13))
-        out.append(f"  {main.num_workers} workers; the script asks persistent_workers={asked}")
+        knob = main.setting or "persistent_workers"
+        out.append(f"  {main.num_workers} workers; the script asks {knob}={asked}")
         if main.others:
             # See NOTE [epoch of the training].
             # By site: a loader rebuilt for each pass (HF's eval loader) is one line.
@@ -191,6 +192,10 @@ def render(r: CommandReport, width: int = 80) -> str:
     if r.verdict is not None:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
+        setting = next((t.main.setting for t in r.trials if t.main is not None), None)
+        if setting and r.verdict.recommendation == "enable":
+            # The loader's own flag is the framework's to set (inside/frameworks.py).
+            out.append(f"  turn it on with {setting}=True: the framework builds the loader")
     out += _waits(r, width)
     out += _findings(r.findings, r.site, width)
     out += _baseline(r, width)

@@ -86,6 +86,7 @@ def test_a_lazy_resource_enables_with_a_saving_close_to_the_scripts_own_clock(
     main = report["trials"][0]["main"]
     assert main["site"].endswith(script_site(tmp_path, "# TRAIN").rsplit("/", 1)[1])
     assert main["persistent_asked"] is False and main["num_workers"] == 2
+    assert main["setting"] is None  # the DataLoader's own flag
     # Its epochs hold the second loader's pass (NOTE [epoch of the training]).
     other = script_site(tmp_path, "# OTHER").rsplit("/", 1)[1]
     assert len(main["others"]) == 1 and main["others"][0].endswith(other)

@@ -66,8 +66,8 @@ def test_the_trainers_loader_is_one_loader_at_the_users_line(tmp_path: Path) -> 
     assert_nothing_left()
 
 
-def _compare_trials(tmp_path: Path, source: str) -> dict[str, Any]:
-    """`compare -- python train.py`, one trial per arm: each arm's trial."""
+def _compare_trials(tmp_path: Path, source: str) -> tuple[Any, dict[str, Any]]:
+    """`compare -- python train.py`, one trial per arm: the run, and each arm's trial."""
     script = tmp_path / "train.py"
     script.write_text(source)
     out = tmp_path / "cmd.json"
@@ -76,7 +76,7 @@ def _compare_trials(tmp_path: Path, source: str) -> dict[str, Any]:
         sys.executable, str(script), cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    return {t["arm"]: t for t in json.loads(out.read_text())["trials"]}
+    return run, {t["arm"]: t for t in json.loads(out.read_text())["trials"]}
 
 
 def test_a_trainer_evaluating_every_epoch_keeps_its_eval_loader_in_the_persistent_arm(
@@ -86,7 +86,7 @@ def test_a_trainer_evaluating_every_epoch_keeps_its_eval_loader_in_the_persisten
     # dataloader_persistent_workers is set, so the arm sets that too. Setting only the
     # loaders' flag left a fresh eval pool (its 0.2 s lazy open) in every persistent
     # epoch: about half the non-persistent epoch, where the user's flag leaves a tenth.
-    by_arm = _compare_trials(
+    run, by_arm = _compare_trials(
         tmp_path,
         TRAINER.replace('save_strategy="no",', 'save_strategy="no", eval_strategy="epoch",')
         .replace("train_dataset=Items(n=64, dim=4)", "train_dataset=Items(n=64, dim=4), "
@@ -99,8 +99,12 @@ def test_a_trainer_evaluating_every_epoch_keeps_its_eval_loader_in_the_persisten
         # Named relative to the command's directory: the same line (where the Trainer
         # builds its eval loaders too, which `built` counts with the train loader).
         assert same_site(script_site(tmp_path, "# TRAIN"), main["site"])
-        # TrainingArguments' default, whatever the arm set on the rebuild.
+        # TrainingArguments' default, whatever the arm set on the rebuild; and that
+        # argument is what the user turns persistence on with.
         assert main["persistent_asked"] is False
+        assert main["setting"] == "TrainingArguments.dataloader_persistent_workers"
+    words = "the script asks TrainingArguments.dataloader_persistent_workers=False"
+    assert words in " ".join(run.stdout.split())
     steady = {arm: max(e["wall_s"] for e in t["epochs"][1:]) for arm, t in by_arm.items()}
     assert steady["persistent"] < 0.3 * steady["non_persistent"], steady
     assert_nothing_left()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from loaderprof.comparing.command import CommandPlan, nothing_to_compare, saving, summarise
@@ -282,3 +283,36 @@ def test_a_test_pass_after_the_training_is_not_the_main_loader() -> None:
     early.feed([_created("1.1", "t.py:5", 0.5), _created("1.2", "t.py:9", 0.5)])
     early.feed(_epoch("1.1", 1.0, 1.2, 1.8, 10) + _epoch("1.2", 1.9, 2.0, 2.5, 12))
     assert early.main_id() == "1.2"
+
+
+def test_a_framework_s_own_setting_is_named_where_the_user_turns_it_on() -> None:
+    from loaderprof.model.command import MainLoader
+    from loaderprof.report.command_text import render
+
+    setting = "TrainingArguments.dataloader_persistent_workers"
+    main = MainLoader("train.py:40", 2, False, True, 1, 4, setting=setting)
+
+    def trial(i: int, arm: str, steady: float) -> CommandTrial:
+        return dataclasses.replace(_trial(i, arm, steady), main=main)
+
+    trials = (
+        trial(1, "persistent", 0.1),
+        trial(2, "non_persistent", 0.4),
+        trial(3, "non_persistent", 0.4),
+        trial(4, "persistent", 0.1),
+    )
+    report = summarise(CommandPlan(("python", "t.py"), 4, 2), trials, None, False, 20.0)
+    assert report.verdict is not None and report.verdict.recommendation == "enable"
+    text = " ".join(render(report, 80).split())
+    assert f"the script asks {setting}=False" in text
+    assert f"turn it on with {setting}=True: the framework builds the loader" in text
+    # The DataLoader's own flag: no such line.
+    plain = summarise(
+        CommandPlan(("python", "t.py"), 4, 2),
+        tuple(dataclasses.replace(t, main=dataclasses.replace(main, setting=None)) for t in trials),
+        None,
+        False,
+        20.0,
+    )
+    text = " ".join(render(plain, 80).split())
+    assert "the script asks persistent_workers=False" in text and "turn it on" not in text
