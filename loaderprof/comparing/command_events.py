@@ -20,7 +20,7 @@ from typing import Any
 
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
-from loaderprof.inside.site import same_site
+from loaderprof.inside.site import same_site, switched
 from loaderprof.inside.waits import wait_split
 from loaderprof.measure.readings import IterSpan, add_iter_event
 from loaderprof.model.command import CommandEpoch, MainLoader
@@ -202,14 +202,8 @@ class CommandTrace:
         return periods
 
     def _switched(self, ld: _Loader) -> bool:
-        """Whether the arm switches this loader, as inside/hook.py `_switched` decides."""
-        workers = ld.created.get("num_workers")
-        site = str(ld.created.get("site", ""))
-        return (
-            isinstance(workers, int)
-            and workers > 0
-            and (self.site is None or same_site(site, self.site))
-        )
+        """Whether the arm switched this loader, by the hook's rule."""
+        return switched(ld.created.get("num_workers"), str(ld.created.get("site", "")), self.site)
 
     def _slowest(self, lid: str) -> list[_Period]:
         """The training's whole epochs in time order, over the main loader's rebuilds;

@@ -51,7 +51,7 @@ from loaderprof.inside.cut import cut_after, planned
 from loaderprof.inside.events import Ev
 from loaderprof.inside.frameworks import TRAINER_SETTING, building_trainer, trainer_follows
 from loaderprof.inside.probe import WorkerInitProbe, held_by_children
-from loaderprof.inside.site import same_site, user_site
+from loaderprof.inside.site import switched, user_site
 from loaderprof.inside.waits import WaitClock
 
 ENV_EVENTS = "LOADERPROF_WATCH_EVENTS"
@@ -307,10 +307,9 @@ def _origin(loader: Any) -> Any:
 def _switched(loader: Any, site: str) -> bool:
     """Whether the arm switches this loader: one with workers, at the chosen site if
     one was chosen (NOTE [command arms])."""
-    if os.environ.get(ENV_PERSIST) not in ("0", "1") or loader.num_workers <= 0:
+    if os.environ.get(ENV_PERSIST) not in ("0", "1"):
         return False
-    wanted = os.environ.get(ENV_LOADER_SITE)
-    return not wanted or same_site(site, wanted)
+    return switched(loader.num_workers, site, os.environ.get(ENV_LOADER_SITE))
 
 
 def _force_persistence(loader: Any, site: str, trainer: Any = None) -> bool:

@@ -44,3 +44,13 @@ def same_site(site: str, wanted: str) -> bool:
         return False
     a, b = os.path.abspath(path), os.path.abspath(w_path)
     return a == b or a.endswith(os.sep + os.path.normpath(w_path))
+
+
+def switched(num_workers: object, site: str, wanted: str | None) -> bool:
+    """Whether `compare -- COMMAND`'s arm switches a loader (NOTE [command arms]): one
+    with workers, at --loader-site's line (`wanted`) where one was given. The hook
+    decides by it in the user's process, and the parent by it reads the same loaders'
+    passes as the epoch's (NOTE [epoch of the training])."""
+    return (
+        isinstance(num_workers, int) and num_workers > 0 and (not wanted or same_site(site, wanted))
+    )
