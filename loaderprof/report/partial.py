@@ -45,7 +45,23 @@ def plan_words(report: Report, planned: int | None = None) -> str | None:
             report.plan.max_trials if report.plan is not None else report.config.schedule.per_arm
         )
     failed = any(e.category != "interrupted" for e in report.errors)
-    return cut_words(failed, each, planned)
+    words = cut_words(failed, each, planned)
+    memory = {
+        name: sum(t.role == "memory" and t.error is None for t in arm.trials)
+        for name, arm in report.arms.items()
+    }
+    if not any(each.values()) and any(memory.values()):
+        # The memory figures the screen shows are theirs: "after 0" alone reads as if
+        # nothing had run.
+        counts = set(memory.values())
+        words += (
+            f" ({plural(counts.pop(), 'memory trial')} per arm ran)"
+            if len(counts) == 1
+            else " (memory trials ran: "
+            + ", ".join(f"{n} {ARM_LABEL[a]}" for a, n in memory.items())
+            + ")"
+        )
+    return words
 
 
 def cut_words(failed: bool, each: Mapping[str, int], planned: int) -> str:

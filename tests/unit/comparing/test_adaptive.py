@@ -161,3 +161,25 @@ def test_an_interrupted_plan_says_it_was_interrupted_after_k_of_n(trials: object
     # The JSON's plan and the tables' line are one wording, never "fixed plan (--trials)".
     assert plan.stopped == f"interrupted after 2 of {planned} planned trials per arm"
     assert plan.stopped == plan_words(report)
+
+
+def test_a_plan_interrupted_before_its_first_timed_trial_says_its_memory_trials_ran() -> None:
+    from loaderprof.report.partial import plan_words
+
+    # The memory trials run first: the screen shows their figures, so "after 0" alone
+    # would read as if nothing had run.
+    for interrupt, words in (
+        ({("persistent", 1), ("non_persistent", 1)}, "(1 memory trial per arm ran)"),
+        ({("persistent", 1)}, "(memory trials ran: 1 persistent, 2 non-persistent)"),
+    ):
+        runner = FakeRunner(startup_s=0.00526, interrupt=interrupt)
+        report = loaderprof.compare(DATASET, trials=2, epochs=3, runner=runner)
+        assert report.plan is not None
+        assert report.plan.stopped == f"interrupted after 0 of 2 planned trials per arm {words}"
+        assert report.plan.stopped == plan_words(report)
+    # None ran: nothing to add.
+    report = loaderprof.compare(
+        DATASET, trials=2, epochs=3, runner=FakeRunner(interrupt={("persistent", 0)})
+    )
+    assert report.plan is not None
+    assert report.plan.stopped == "interrupted after 0 of 2 planned trials per arm"
