@@ -299,3 +299,31 @@ def ppid(pid: int) -> int | None:
         return int(stat.rsplit(b")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def comm(pid: int) -> str | None:
+    """The process's name (/proc/PID/comm): torch 2.5 and later names each DataLoader
+    worker `pt_data_worker` as its loop begins."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().decode(errors="replace").strip()
+    except OSError:
+        return None
+
+
+def torch_version(pid: int) -> tuple[int, int] | None:
+    """(major, minor) of the torch the process has loaded: its libraries' install, from
+    /proc/PID/maps, and the version.py beside them; None where it has none loaded."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            lib = next((ln for ln in f if b"/torch/lib/" in ln), None)
+        if lib is None:
+            return None
+        root = lib.split(maxsplit=5)[-1].decode(errors="replace").strip()
+        root = root[: root.rindex("/torch/lib/")]
+        with open(os.path.join(root, "torch", "version.py")) as f:
+            text = f.read()
+    except (OSError, ValueError, IndexError):
+        return None
+    found = re.search(r"__version__\s*=\s*['\"](\d+)\.(\d+)", text)
+    return (int(found[1]), int(found[2])) if found else None

@@ -21,6 +21,9 @@ from loaderprof.errors import UsageError
 from loaderprof.inside import procfs
 from loaderprof.watching.pools import (
     BUSY_CPU_SHARE,
+    NAMED_WITHIN_S,
+    NAMES_WORKERS_FROM,
+    WORKER_COMM,
     Crowd,
     Pool,
     Pools,
@@ -109,8 +112,10 @@ class Observer:
         self.main_peak: tuple[int | None, ...] = (None, None)
         self.shm_size: int | None = None
         self.shm_peak: int | None = None
-        # A worker is placed up to FORK_EXEC_S and a tick or two after its birth.
-        self.crowd = Crowd(keep_s=max(CROWD_KEEP_S, FORK_EXEC_S + 4 * interval_s))
+        # A worker is placed up to FORK_EXEC_S (NAMED_WITHIN_S, NOTE [workers by name])
+        # and a tick or two after its birth.
+        late = max(FORK_EXEC_S, NAMED_WITHIN_S) + 4 * interval_s
+        self.crowd = Crowd(keep_s=max(CROWD_KEEP_S, late))
         self.busy_s = 0.0
         self.job_exited_s: float | None = None
         self.left_behind: tuple[int, ...] = ()
@@ -123,9 +128,12 @@ class Observer:
         self._latest: dict[int, tuple[int, int | None, int]] = {}
         # The children not seen gone yet.
         self._live: set[int] = set()
-        # Children with their parent's command line, younger than FORK_EXEC_S: met again
-        # at later ticks, until they exec or are old enough to be workers.
+        # Children with their parent's command line, younger than FORK_EXEC_S, and forks
+        # not yet named (NOTE [workers by name]): met again at later ticks, until they
+        # exec, name themselves, or are old enough to be told.
         self._young: dict[int, Proc] = {}
+        # (major, minor) of the torch each parent of forks has loaded, once it has one.
+        self._torch: dict[int, tuple[int, int]] = {}
 
     @property
     def peak_workers(self) -> int:
@@ -234,6 +242,13 @@ class Observer:
             proc.role, proc.start_method = classify(
                 proc.command.split("\0"), proc.exe, parent_cmd.split("\0")
             )
+            if proc.role == "worker" and proc.start_method == "fork" and self._names(proc.ppid):
+                named = _named(proc, now, gone=proc.pid in gone)
+                if named is None:
+                    self._young[proc.pid] = proc
+                    continue
+                if not named:
+                    proc.role, proc.start_method = "multiprocessing child", ""
             self.procs[proc.pid] = proc
             self._live.add(proc.pid)
             if proc.role == "worker":
@@ -241,6 +256,16 @@ class Observer:
         # Those gone are seen gone now (`_reap`), after their places.
         if gone:
             self._reap(now)
+
+    def _names(self, parent: int) -> bool:
+        """The torch that `parent` has loaded names its workers (NOTE [workers by
+        name]); read until it has one loaded."""
+        if parent not in self._torch:
+            version = procfs.torch_version(parent)
+            if version is None:
+                return False
+            self._torch[parent] = version
+        return self._torch[parent] >= NAMES_WORKERS_FROM
 
     def _read_new(self, pid: int) -> Proc | None:
         ticks = procfs.start_ticks(pid)
@@ -362,6 +387,15 @@ def _since_boot() -> float:
     (psutil's create_time adds a boot time rounded to the second: births read that
     way are up to a second off the exits this loop sees)."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _named(proc: Proc, now: float, gone: bool) -> bool | None:
+    """See NOTE [workers by name]. True: a DataLoader worker (named, or gone before
+    it was old enough to tell: as it was met); False: another fork of the job; None:
+    not told yet."""
+    if gone or procfs.comm(proc.pid) == WORKER_COMM:
+        return True
+    return None if now - proc.born_s < NAMED_WITHIN_S else False
 
 
 def _read_again(proc: Proc) -> Proc:

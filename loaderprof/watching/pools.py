@@ -16,6 +16,15 @@ pool that lives on through its own epochs is persistent. Epochs are inferred, fr
 a lineage's births or from a pool's CPU activity (busy runs apart by idle pauses of
 at least PAUSE_MIN_S), and always said to be inferred: a main process that trains
 slower than its workers load leaves them idle mid-epoch too.
+
+NOTE [workers by name]: a command line cannot tell a DataLoader's forked worker from
+any other fork of the job (a multiprocessing Pool's, for preprocessing). torch 2.5 and
+later names each worker process `pt_data_worker` (/proc/PID/comm) first thing in its
+loop, milliseconds after the fork; so where the job has such a torch loaded, a fork
+still unnamed NAMED_WITHIN_S after its birth is no worker ("multiprocessing child"),
+and one is held until it is named or that old. Spawned and forkserver children name
+themselves only after their imports and unpickling, and older torch never: they are
+told by command line alone.
 """
 
 from __future__ import annotations
@@ -52,6 +61,10 @@ PAUSE_MIN_S = 0.3
 # A pool is busy in a tick where its workers together used at least this share of
 # one CPU: a DataLoader worker waiting on its index queue uses none.
 BUSY_CPU_SHARE = 0.10
+# See NOTE [workers by name].
+WORKER_COMM = "pt_data_worker"
+NAMES_WORKERS_FROM = (2, 5)
+NAMED_WITHIN_S = 0.5
 # Points a downsampled series keeps, whatever the watch's length (NOTE [bounded series]).
 SERIES_POINTS = 512
 

@@ -262,6 +262,36 @@ def test_workers_that_live_less_than_the_fork_exec_delay_are_counted(tmp_path: P
     assert_nothing_left()
 
 
+def test_a_multiprocessing_pool_beside_the_loader_is_no_worker_pool(tmp_path: Path) -> None:
+    # See NOTE [workers by name]. The Pool's forks have the job's command line, as the
+    # loader's workers do; only the loader's name themselves pt_data_worker.
+    job = Job(
+        tmp_path,
+        """
+        import multiprocessing
+        pre = multiprocessing.get_context("fork").Pool(2)  # preprocessing beside it
+        pre.map(abs, range(4))
+        loader = DataLoader(Busy(80), batch_size=4, num_workers=2, persistent_workers=True)
+        for epoch in range(3):
+            for _ in loader:
+                pass
+            time.sleep(0.4)
+        pre.close()
+        pre.join()
+        """,
+    )
+    out = tmp_path / "a.json"
+    finish(job.watch(out), timeout=90)
+    assert job.proc.wait(timeout=30) == 0
+    report = _report(out)
+    (pool,) = report["pools"]
+    assert pool["workers"] == 2 and pool["persistent"] is True, report["pools"]
+    assert report["peak_worker_processes"] == 2
+    roles = [h["role"] for h in report["helpers"]]
+    assert roles.count("multiprocessing child") == 2, report["helpers"]
+    assert_nothing_left()
+
+
 def test_a_job_that_exits_leaving_its_workers_behind(tmp_path: Path) -> None:
     # os._exit skips the loader's shutdown: its workers notice their parent is gone
     # only at their next status check, seconds later.
