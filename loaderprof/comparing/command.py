@@ -6,10 +6,10 @@ DataLoader the command builds with num_workers > 0 (only at --loader-site's line
 when given) to the arm's value, once the loader's own __init__ has checked the
 script's settings; what the script asked for is recorded. Nothing else of the
 command changes, so the two arms differ in persistence alone. A trial ends once the
-command's main loader (the one that ran the most batches, among those iterated more
-than once) has run --epochs epochs: loaderprof then stops it as a Ctrl-C would (NOTE
-[stopping a command]) and kills what is left of its tree, so no worker outlives the
-trial. Its epochs are
+command's main loader (the one that ran the most batches, a pass run once after the
+training left out) has run --epochs epochs: loaderprof then stops it as a Ctrl-C
+would (NOTE [stopping a command]) and kills what is left of its tree, so no worker
+outlives the trial. Its epochs are
 timed from the hook's stamps in the command's own process: an epoch is its main
 loader's iter() to the end of the validation passes before the next (NOTE [epoch of
 the training]), with the training step inside, as the script's own clock around its

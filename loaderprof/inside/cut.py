@@ -8,21 +8,24 @@ its next one. Such a loader's len() says N too: a framework that schedules by it
 told of dropped every validation pass; the HF Trainer counts its steps by it) runs
 the cut epoch as a whole one, validation included. A persistent pool drops the
 batches it had in flight when its next iter() resets it, as torch does for a loop that
-breaks; a non-persistent one ends with its iterator. The epoch ends `cut`, now (the
-step after its last batch is in it, as StopIteration's would be), with its last
-batch's stamp and the loader's own len() (`planned`) for the projection to whole
-epochs (analysis/projection.py). Every later __next__ of the iterator raises too.
+breaks; a non-persistent one ends with its iterator. The epoch ends `cut` at the
+StopIteration (the step after its last batch is in it, as an exhausted one's would
+be), or, where the loop stopped at len() by itself, at its last batch (as any loop
+that leaves its epoch does: the next iter() closes it); with its last batch's stamp
+and the loader's own len() (`planned`) for the projection to whole epochs
+(analysis/projection.py). Every later __next__ of the iterator raises too.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 from typing import Any
 
 ENV_MAX_BATCHES = "LOADERPROF_MAX_BATCHES"
-# len() as the loader itself answers it, while `planned` reads it.
-_own_len = False
+# len() as the loader itself answers it, while `planned` reads it (this thread's).
+_own_len = contextvars.ContextVar("lp_own_len", default=False)
 
 
 def cut_after(loader: Any) -> None:
@@ -41,7 +44,7 @@ def _cut_len(original: Any) -> Any:
     def __len__(self: Any) -> int:
         n = original(self)
         cut = self.__dict__.get("_lp_cut")
-        return n if cut is None or _own_len else min(n, cut)
+        return n if cut is None or _own_len.get() else min(n, cut)
 
     __len__._lp_cut_len = True  # type: ignore[attr-defined]
     return __len__
@@ -50,11 +53,10 @@ def _cut_len(original: Any) -> Any:
 def planned(loader: Any) -> int | None:
     """The batches the epoch would serve to its StopIteration uncut, where the loader
     knows."""
-    global _own_len
-    _own_len = True
+    token = _own_len.set(True)
     try:
         return len(loader)
     except Exception:
         return None
     finally:
-        _own_len = False
+        _own_len.reset(token)

@@ -12,19 +12,27 @@ That argument is also what the user turns persistence on with: the report names 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 # The user's setting where the HF Trainer builds the loader.
 TRAINER_SETTING = "TrainingArguments.dataloader_persistent_workers"
+_TRANSFORMERS = f"{os.sep}transformers{os.sep}"
 
 
 def building_trainer() -> Any | None:
-    """The HF Trainer building a loader now (found up the caller's stack), or None."""
+    """The HF Trainer building a loader now, in transformers' own code (found up the
+    caller's stack), or None: a loader the user builds in an override of the Trainer's
+    (its own get_train_dataloader) takes the user's flags, not the Trainer's."""
     frame = sys._getframe(1)
     while frame is not None:
         owner = frame.f_locals.get("self")
-        if owner is not None and _is_trainer(type(owner)):
+        if (
+            owner is not None
+            and _TRANSFORMERS in frame.f_code.co_filename
+            and _is_trainer(type(owner))
+        ):
             return owner
         frame = frame.f_back  # type: ignore[assignment]
     return None

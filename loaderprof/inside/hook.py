@@ -348,8 +348,11 @@ def _register(loader: Any, path: str) -> None:
     lid = origin.__dict__["_lp_id"] if origin is not None else f"{os.getpid()}.{next(_ids)}"
     if origin is not None:
         # A rebuild copies the arm's persistent_workers: the script asked what its
-        # origin was asked.
+        # origin was asked. Its cut too, where its own site (a framework's line) is
+        # not --loader-site's.
         asked = origin.__dict__.get("_lp_asked", asked)
+        if "_lp_cut" in origin.__dict__ and "_lp_cut" not in loader.__dict__:
+            cut_after(loader)
     # Named only once described: a loader the hook could not describe is not followed.
     object.__setattr__(loader, "_lp_id", lid)
     object.__setattr__(loader, "_lp_asked", asked)
@@ -539,16 +542,17 @@ def _timed_shutdown(original: Any) -> Any:
 
 
 def _cut(path: str, lid: Any, rec: _Epoch) -> None:
-    """The epoch ends `cut`, at its last batch's stamp (NOTE [cut epochs], in
-    inside/cut.py)."""
+    """The epoch ends `cut`, now, with its last batch's stamp for the projection (NOTE
+    [cut epochs], in inside/cut.py)."""
     if rec.batches is None:
         return
     _end(path, lid, rec, "cut", last_batch=rec.last)
 
 
 def _leave(path: str, lid: str) -> None:
-    """Close `lid`'s previous epoch as left, at its last batch, when the loop stopped
-    taking its batches without a StopIteration (one without a batch stays abandoned)."""
+    """Close `lid`'s previous epoch at its last batch, when the loop stopped taking its
+    batches without a StopIteration: as left, or as cut where it stopped at the cut
+    (NOTE [cut epochs]); one without a batch stays abandoned."""
     rec = _open.pop(lid, None)
     if rec is None or not rec.batches:
         return

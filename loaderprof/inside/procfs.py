@@ -319,7 +319,9 @@ def torch_version(pid: int) -> tuple[int, int] | None:
             lib = next((ln for ln in f if b"/torch/lib/" in ln), None)
         if lib is None:
             return None
-        root = lib.split(maxsplit=5)[-1].decode(errors="replace").strip()
+        root = os.fsdecode(lib.split(maxsplit=5)[-1].strip())
+        if root.endswith(" (deleted)"):
+            return None  # replaced on disk: what lies there now is not what it loaded
         root = root[: root.rindex("/torch/lib/")]
         with open(os.path.join(root, "torch", "version.py")) as f:
             text = f.read()

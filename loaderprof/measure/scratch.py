@@ -30,9 +30,10 @@ def scratch_dir(prefix: str) -> Iterator[str]:
     remove_stale(prefix)
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         pid = os.getpid()
-        # Written aside, then renamed: a run killed between creating the owner file and
-        # writing it left an empty one, which proves no owner gone, so its directory
-        # stayed for good. A rename leaves either no owner file or a whole one.
+        # Written aside, then renamed: the owner file is whole whenever it exists (an
+        # empty one, seen by a run between its creation and its write, proved nothing).
+        # A run killed before the rename leaves no owner file, and its directory stays,
+        # as one killed before writing it always did: never provably gone.
         draft = Path(tmp, OWNER + ".draft")
         draft.write_text(f"{pid} {procfs.start_ticks(pid)}\n")
         os.replace(draft, Path(tmp, OWNER))

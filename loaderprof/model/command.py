@@ -42,8 +42,8 @@ class CommandEpoch:
 
 @dataclass(frozen=True)
 class MainLoader:
-    """The loader that ran the most batches in a trial (among those iterated more than
-    once), as the hook saw it built."""
+    """The loader that ran the most batches in a trial (a pass run once after the
+    training left out), as the hook saw it built."""
 
     site: str
     num_workers: int

@@ -192,7 +192,8 @@ def render(r: CommandReport, width: int = 80) -> str:
     if r.verdict is not None:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
-        setting = next((t.main.setting for t in r.trials if t.main is not None), None)
+        main = next((t.main for t in r.trials if t.main is not None), None)
+        setting = main.setting if main is not None and not main.persistent_asked else None
         if setting and r.verdict.recommendation == "enable":
             # The loader's own flag is the framework's to set (inside/frameworks.py).
             out.append(f"  turn it on with {setting}=True: the framework builds the loader")

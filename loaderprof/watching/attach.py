@@ -393,7 +393,8 @@ def _named(proc: Proc, now: float, gone: bool) -> bool | None:
     """See NOTE [workers by name]. True: a DataLoader worker (named, or gone before
     it was old enough to tell: as it was met); False: another fork of the job; None:
     not told yet."""
-    if gone or procfs.comm(proc.pid) == WORKER_COMM:
+    name = None if gone else procfs.comm(proc.pid)
+    if name is None or name == WORKER_COMM:  # gone (as it was met), or named
         return True
     return None if now - proc.born_s < NAMED_WITHIN_S else False
 

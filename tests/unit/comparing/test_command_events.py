@@ -316,3 +316,16 @@ def test_a_framework_s_own_setting_is_named_where_the_user_turns_it_on() -> None
     )
     text = " ".join(render(plain, 80).split())
     assert "the script asks persistent_workers=False" in text and "turn it on" not in text
+    # A script that asks for it already has it on: nothing to turn on.
+    asked = summarise(
+        CommandPlan(("python", "t.py"), 4, 2),
+        tuple(
+            dataclasses.replace(t, main=dataclasses.replace(main, persistent_asked=True))
+            for t in trials
+        ),
+        None,
+        False,
+        20.0,
+    )
+    text = " ".join(render(asked, 80).split())
+    assert f"the script asks {setting}=True" in text and "turn it on" not in text
