@@ -249,11 +249,13 @@ def test_workers_at_once_count_a_pool_started_just_before_the_last_one_exited(
 
 def test_workers_that_live_less_than_the_fork_exec_delay_are_counted(tmp_path: Path) -> None:
     # A forked child is placed once it is FORK_EXEC_S old or gone: one gone sooner
-    # never exec'd, so it was a worker (a short pass's), met as it was.
+    # never exec'd, so it was a worker (a short pass's), met as it was. Each worker
+    # makes 3 batches (about 0.15 s alive, 3 ticks): with 1, it lived 0.09 s, and a
+    # tick late under a full suite's load missed one of them altogether.
     job = Job(
         tmp_path,
         """
-        short = DataLoader(Busy(4), batch_size=2, num_workers=2)
+        short = DataLoader(Busy(12), batch_size=2, num_workers=2)
         for epoch in range(3):
             for _ in short:
                 pass
