@@ -31,6 +31,25 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+def _what_to_set(r: CommandReport) -> list[str]:
+    """What the verdict asks of the script's own setting: nothing where the script asks
+    for it already, and the framework's own setting where one builds the loader
+    (inside/frameworks.py)."""
+    main = next((t.main for t in r.trials if t.main is not None), None)
+    rec = r.verdict.recommendation if r.verdict is not None else "neutral"
+    if main is None or rec == "neutral":
+        return []
+    want = rec == "enable"
+    knob = main.setting or "persistent_workers"
+    if main.persistent_asked == want:
+        return [f"  the script asks {knob}={want} already: keep it"]
+    turn = "on" if want else "off"
+    if main.setting:
+        return [f"  turn it {turn} with {knob}={want}: the framework builds the loader"]
+    # "Keep persistent_workers off" reads as if it were off: this script turns it on.
+    return [] if want else [f"  the script asks {knob}=True: turn it off ({knob}=False)"]
+
+
 def _head(r: CommandReport, width: int) -> list[str]:
     lead = "loaderprof compare -- "
     out = [lead + _fit(shlex.join(r.command), width - len(lead))]
@@ -192,11 +211,7 @@ def render(r: CommandReport, width: int = 80) -> str:
     if r.verdict is not None:
         out.append(f"verdict: {r.verdict.recommendation}: {r.verdict.headline}")
         out += [f"  {reason}" for reason in r.verdict.reasons]
-        main = next((t.main for t in r.trials if t.main is not None), None)
-        setting = main.setting if main is not None and not main.persistent_asked else None
-        if setting and r.verdict.recommendation == "enable":
-            # The loader's own flag is the framework's to set (inside/frameworks.py).
-            out.append(f"  turn it on with {setting}=True: the framework builds the loader")
+        out += _what_to_set(r)
     out += _waits(r, width)
     out += _findings(r.findings, r.site, width)
     out += _baseline(r, width)

@@ -329,3 +329,18 @@ def test_a_framework_s_own_setting_is_named_where_the_user_turns_it_on() -> None
     )
     text = " ".join(render(asked, 80).split())
     assert f"the script asks {setting}=True" in text and "turn it on" not in text
+    assert f"the script asks {setting}=True already: keep it" in text
+    # A script that asks for it, where the verdict keeps it off: say to turn it off.
+    slower = tuple(
+        dataclasses.replace(t, main=dataclasses.replace(main, persistent_asked=True, setting=None))
+        for t in (
+            trial(1, "persistent", 0.4),
+            trial(2, "non_persistent", 0.1),
+            trial(3, "non_persistent", 0.1),
+            trial(4, "persistent", 0.4),
+        )
+    )
+    off = summarise(CommandPlan(("python", "t.py"), 4, 2), slower, None, False, 20.0)
+    assert off.verdict is not None and off.verdict.recommendation == "keep_off"
+    text = " ".join(render(off, 80).split())
+    assert "the script asks persistent_workers=True: turn it off (persistent_workers=False)" in text
