@@ -81,6 +81,8 @@ class CommandTrace:
         self.events: list[Mapping[str, Any]] = []
         # The command ended by itself: its last epoch is whole without a next iter().
         self.ended = False
+        # `epochs_done` as of (events read, ended): the trial asks it every poll.
+        self._done: tuple[tuple[int, bool], int] | None = None
 
     def feed(self, events: Iterable[Mapping[str, Any]]) -> None:
         for ev in events:
@@ -216,8 +218,11 @@ class CommandTrace:
         """Whole epochs of the training (see NOTE [epoch of the training]), counted over
         the main loader's rebuilds when it is rebuilt every epoch and over its ranks
         (the fewest any rank ended): the trial ends after as many."""
-        lid = self.main_id()
-        return 0 if lid is None else len(self._slowest(lid))
+        key = (len(self.events), self.ended)
+        if self._done is None or self._done[0] != key:
+            lid = self.main_id()
+            self._done = (key, 0 if lid is None else len(self._slowest(lid)))
+        return self._done[1]
 
     def main(self) -> MainLoader | None:
         lid = self.main_id()

@@ -285,62 +285,37 @@ def test_a_test_pass_after_the_training_is_not_the_main_loader() -> None:
     assert early.main_id() == "1.2"
 
 
-def test_a_framework_s_own_setting_is_named_where_the_user_turns_it_on() -> None:
+def _screen(persistent_s: float, non_persistent_s: float, **main: Any) -> tuple[Any, str]:
+    """A 2-trials-a-side command report whose main loader is `main`, and its screen at
+    80 columns with its lines joined."""
     from loaderprof.model.command import MainLoader
     from loaderprof.report.command_text import render
 
-    setting = "TrainingArguments.dataloader_persistent_workers"
-    main = MainLoader("train.py:40", 2, False, True, 1, 4, setting=setting)
-
-    def trial(i: int, arm: str, steady: float) -> CommandTrial:
-        return dataclasses.replace(_trial(i, arm, steady), main=main)
-
-    trials = (
-        trial(1, "persistent", 0.1),
-        trial(2, "non_persistent", 0.4),
-        trial(3, "non_persistent", 0.4),
-        trial(4, "persistent", 0.1),
+    loader = MainLoader("train.py:40", 2, False, True, 1, 4)
+    loader = dataclasses.replace(loader, **main)
+    steady = {"persistent": persistent_s, "non_persistent": non_persistent_s}
+    trials = tuple(
+        dataclasses.replace(_trial(i, arm, steady[arm]), main=loader)
+        for i, arm in enumerate(("persistent", "non_persistent", "non_persistent", "persistent"), 1)
     )
     report = summarise(CommandPlan(("python", "t.py"), 4, 2), trials, None, False, 20.0)
+    return report, " ".join(render(report, 80).split())
+
+
+def test_a_framework_s_own_setting_is_named_where_the_user_turns_it_on() -> None:
+    setting = "TrainingArguments.dataloader_persistent_workers"
+    report, text = _screen(0.1, 0.4, setting=setting)
     assert report.verdict is not None and report.verdict.recommendation == "enable"
-    text = " ".join(render(report, 80).split())
     assert f"the script asks {setting}=False" in text
     assert f"turn it on with {setting}=True: the framework builds the loader" in text
     # The DataLoader's own flag: no such line.
-    plain = summarise(
-        CommandPlan(("python", "t.py"), 4, 2),
-        tuple(dataclasses.replace(t, main=dataclasses.replace(main, setting=None)) for t in trials),
-        None,
-        False,
-        20.0,
-    )
-    text = " ".join(render(plain, 80).split())
+    _, text = _screen(0.1, 0.4)
     assert "the script asks persistent_workers=False" in text and "turn it on" not in text
     # A script that asks for it already has it on: nothing to turn on.
-    asked = summarise(
-        CommandPlan(("python", "t.py"), 4, 2),
-        tuple(
-            dataclasses.replace(t, main=dataclasses.replace(main, persistent_asked=True))
-            for t in trials
-        ),
-        None,
-        False,
-        20.0,
-    )
-    text = " ".join(render(asked, 80).split())
+    _, text = _screen(0.1, 0.4, setting=setting, persistent_asked=True)
     assert f"the script asks {setting}=True" in text and "turn it on" not in text
     assert f"the script asks {setting}=True already: keep it" in text
     # A script that asks for it, where the verdict keeps it off: say to turn it off.
-    slower = tuple(
-        dataclasses.replace(t, main=dataclasses.replace(main, persistent_asked=True, setting=None))
-        for t in (
-            trial(1, "persistent", 0.4),
-            trial(2, "non_persistent", 0.1),
-            trial(3, "non_persistent", 0.1),
-            trial(4, "persistent", 0.4),
-        )
-    )
-    off = summarise(CommandPlan(("python", "t.py"), 4, 2), slower, None, False, 20.0)
+    off, text = _screen(0.4, 0.1, persistent_asked=True)
     assert off.verdict is not None and off.verdict.recommendation == "keep_off"
-    text = " ".join(render(off, 80).split())
     assert "the script asks persistent_workers=True: turn it off (persistent_workers=False)" in text
