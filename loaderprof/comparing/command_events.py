@@ -321,6 +321,7 @@ def _waits(passes: Iterable[IterSpan], wall_s: float) -> WaitSplit | None:
         sum(w.first_s for w in have),
         sum(w.steady_s for w in have),
         sum(w.batches for w in have),
+        sum(w.passes for w in have),
     )
 
 

@@ -22,17 +22,19 @@ class WaitClock:
     """The epoch's waits so far: `first_s` until each pass has its first batch,
     `steady_s` after."""
 
-    __slots__ = ("_starting", "first_s", "steady_s")
+    __slots__ = ("_starting", "first_s", "passes", "steady_s")
 
     def __init__(self) -> None:
         self.first_s = 0.0
         self.steady_s = 0.0
+        self.passes = 0
         self._starting = True
 
     def start_pass(self, took_s: float) -> None:
         """An `iter()` that took `took_s`: a new pass (the epoch's, or its validation
         pass), whose first batch is a start-up wait again."""
         self.first_s += took_s
+        self.passes += 1
         self._starting = True
 
     def before_first(self, took_s: float) -> None:
@@ -51,7 +53,11 @@ class WaitClock:
 
     def fields(self) -> dict[str, float]:
         """What the epoch's end event carries."""
-        return {"wait_first": round(self.first_s, 6), "wait_steady": round(self.steady_s, 6)}
+        return {
+            "wait_first": round(self.first_s, 6),
+            "wait_steady": round(self.steady_s, 6),
+            "wait_passes": max(1, self.passes),
+        }
 
     def iter(self, loader: Iterable[T]) -> Iterator[T]:
         """`iter(loader)`, timed: the loader's own iterator (its workers stay readable)."""
@@ -82,4 +88,5 @@ def wait_split(end: Any, wall_s: float) -> WaitSplit | None:
     first, steady = end.get("wait_first"), end.get("wait_steady")
     if first is None or steady is None:
         return None
-    return WaitSplit(wall_s, float(first), float(steady), int(end.get("batches", 0)))
+    batches, passes = int(end.get("batches", 0)), int(end.get("wait_passes", 1))
+    return WaitSplit(wall_s, float(first), float(steady), batches, passes)

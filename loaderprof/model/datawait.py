@@ -22,8 +22,10 @@ The step (`step_s`) is the rest of the epoch: the training loop's own work betwe
 batches (forward, backward, logging), and the loop's bookkeeping. What the loader
 does in its workers while the step runs is not a wait and is not counted. With a
 validation pass (NOTE [validation pass]) its first batch counts in `first_s` and its
-later ones in `steady_s`: its start-up is a start-up too. A Dataset's `set_epoch`, a
-sampler's, and loaderprof's own state check run before `iter()` and are in neither.
+later ones in `steady_s`: its start-up is a start-up too, and `passes` says how many
+first batches `first_s` holds (the screen names them, not "the 1st batch"). A
+Dataset's `set_epoch`, a sampler's, and loaderprof's own state check run before
+`iter()` and are in neither.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class WaitSplit:
     first_s: float
     steady_s: float
     batches: int
+    # The passes whose first batches `first_s` holds: 2 where the epoch ran a validation
+    # pass too (each pass starts its workers); 1 in reports written before it was counted.
+    passes: int = 1
 
     @classmethod
     def of(cls, splits: Iterable[WaitSplit | None]) -> WaitSplit | None:

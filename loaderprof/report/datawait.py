@@ -17,11 +17,17 @@ def _pct(share: float | None) -> str:
     return "" if share is None else f" ({fmt_pct(share)})"
 
 
+def _firsts(passes: int) -> str:
+    """What `first_s` waited for: an epoch with a validation pass (or the script's other
+    passes) waits for each pass's first batch (NOTE [data wait])."""
+    return "the 1st batch" if passes <= 1 else f"the 1st batches of {passes} passes"
+
+
 def _split(w: WaitSplit) -> str:
     """'1.20 s of 2.90 s (41 %): 1.10 s for the 1st batch, 100.0 ms after'."""
     return (
         f"{fmt_seconds(w.wait_s)} of {fmt_seconds(w.epoch_s)}{_pct(w.wait_share)}: "
-        f"{fmt_seconds(w.first_s)} for the 1st batch, {fmt_seconds(w.steady_s)} after"
+        f"{fmt_seconds(w.first_s)} for {_firsts(w.passes)}, {fmt_seconds(w.steady_s)} after"
     )
 
 
@@ -57,10 +63,11 @@ def arm_wait_rows(
 def _compare_action(on: WaitSplit, off: WaitSplit) -> str:
     cut = off.first_s - on.first_s
     change = f"({fmt_seconds(off.first_s)} → {fmt_seconds(on.first_s)})"
+    firsts = _firsts(max(on.passes, off.passes))
     before = (
-        f"persistence cuts the wait to the 1st batch by {fmt_seconds(cut)} an epoch {change}"
+        f"persistence cuts the wait to {firsts} by {fmt_seconds(cut)} an epoch {change}"
         if cut > 0
-        else f"persistence does not cut the wait to the 1st batch {change}"
+        else f"persistence does not cut the wait to {firsts} {change}"
     )
     return (
         f"{before}; the waits after it ({fmt_seconds(on.steady_s)} persistent, "

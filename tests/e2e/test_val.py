@@ -62,6 +62,9 @@ def test_train_and_validation_pools_are_counted_from_pids(tmp_path: Path) -> Non
             # The epoch covers both passes; samples and batches are the train loader's.
             assert e["val_batches"] == 4 and e["batches"] == 4 and e["samples"] == 16
             assert 0 < e["val_s"] < e["wall_s"]
+            # Its wait to the first batch holds both passes' (NOTE [data wait]).
+            assert e["wait"]["passes"] == 2
+    assert "1st batches of 2 passes" in run.stdout
     assert "validation pass" in run.stdout and "train pool USS during val" in run.stdout
 
 

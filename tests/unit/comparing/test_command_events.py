@@ -83,6 +83,7 @@ def test_an_epoch_holds_the_switched_loaders_passes_before_the_next_iter() -> No
     assert [round(e.others_s, 3) for e in epochs] == [0.5, 0.5]
     wait = epochs[1].wait
     assert wait is not None and (round(wait.first_s, 3), round(wait.steady_s, 3)) == (0.6, 0.2)
+    assert wait.passes == 2  # the train and the validation pass's first batches
     main = trace.main()
     assert main is not None and main.others == ("t.py:6",)
     trace.ended = True

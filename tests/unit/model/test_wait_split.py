@@ -81,6 +81,12 @@ def test_a_second_pass_waits_for_its_first_batch_again() -> None:
     clock.took(0.5, batch=True)
     clock.took(0.125, batch=False)
     assert (clock.first_s, clock.steady_s) == (4.0, 0.375)
+    # The end event says how many first batches `first_s` holds, and the split keeps it.
+    end = {"batches": 3, **clock.fields()}
+    assert wait_split(end, 6.0) == WaitSplit(6.0, 4.0, 0.375, 3, passes=2)
+    assert wait_split({"batches": 3, "wait_first": 1, "wait_steady": 0}, 2.0) == WaitSplit(
+        2.0, 1.0, 0.0, 3, passes=1
+    )
     # A pass that ends before any batch: its whole wait was for a first batch.
     empty = WaitClock()
     empty.start_pass(0.25)

@@ -10,7 +10,7 @@ from loaderprof.config.run import RunConfig
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import Report
 from loaderprof.model.trials import TrialResult
-from loaderprof.report.datawait import compare_wait_rows, watch_wait_line
+from loaderprof.report.datawait import arm_wait_rows, compare_wait_rows, watch_wait_line
 from loaderprof.report.markdown import to_markdown, watch_markdown
 from loaderprof.units import fmt_seconds
 
@@ -54,6 +54,19 @@ def test_a_first_batch_persistence_does_not_shorten_is_said_so() -> None:
     report = _report([1.0, 0.5, 0.5, 0.5], [1.0, 0.5, 0.5, 0.5])
     rows = dict(compare_wait_rows(report))
     assert rows[""].startswith("persistence does not cut the wait to the 1st batch")
+
+
+def test_an_epoch_with_a_validation_pass_names_both_first_batches() -> None:
+    """`first_s` of an epoch with a validation pass holds two first batches' waits (NOTE
+    [data wait]): the sentence says so instead of calling them one batch's."""
+    on, off = WaitSplit(1.0, 0.2, 0.25, 12, passes=2), WaitSplit(2.0, 1.4, 0.5, 12, passes=2)
+    rows = dict(arm_wait_rows({"persistent": on, "non_persistent": off}))
+    assert rows["persistent"] == (
+        "450.0 ms of 1.00 s (45 %): 200.0 ms for the 1st batches of 2 passes, 250.0 ms after"
+    )
+    assert rows[""].startswith(
+        "persistence cuts the wait to the 1st batches of 2 passes by 1.20 s an epoch"
+    )
 
 
 def test_a_report_without_waits_says_nothing_of_them() -> None:
