@@ -146,9 +146,7 @@ class CommandTrace:
         return [
             ld
             for ld in self.loaders.values()
-            if ld.created.get("site") == created.get("site")
-            and ld.created.get("dataset_type") == created.get("dataset_type")
-            and ld.created.get("rank") == want
+            if _same_loader(ld.created, created) and ld.created.get("rank") == want
         ]
 
     def _ranks(self, lid: str) -> list[object]:
@@ -161,8 +159,7 @@ class CommandTrace:
         seen = {
             ld.created.get("rank")
             for ld in self.loaders.values()
-            if ld.created.get("site") == created.get("site")
-            and ld.created.get("dataset_type") == created.get("dataset_type")
+            if _same_loader(ld.created, created)
         }
         return sorted(seen, key=lambda r: -1 if r is None else int(str(r)))
 
@@ -285,6 +282,13 @@ def _as_before(
 
 def _int_or_none(v: Any) -> int | None:
     return int(v) if isinstance(v, int) else None
+
+
+def _same_loader(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two loaders' creation events name one loader of the script's, built again: its
+    site, its kind of Dataset, and what the HF Trainer built it for (its train, eval and
+    test loaders share the user's site: inside/frameworks.py)."""
+    return all(a.get(k) == b.get(k) for k in ("site", "dataset_type", "built_for"))
 
 
 def _epoch(index: int, period: _Period) -> CommandEpoch:

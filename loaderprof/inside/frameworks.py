@@ -8,12 +8,19 @@ arm that sets only the loaders' flag left the eval loader's start-up in both arm
 Trainer evaluating every epoch read 0.28 s persistent steady epochs where the user's
 flag gives 0.03 s), so the arm sets the Trainer's argument too, as the user would.
 That argument is also what the user turns persistence on with: the report names it.
+
+The Trainer builds its train, eval and test loaders at one line of its own
+(`_get_dataloader`), so all of them have the user's `trainer.train()` line as their
+site: which Trainer method asked for each (`built_for`) tells them apart. Without it an
+eval loader built anew for each evaluation read as the train loader's rebuild (`watch`
+said nothing of it, and `compare --` counted it in `main.built`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 # The user's setting where the HF Trainer builds the loader.
@@ -21,21 +28,40 @@ TRAINER_SETTING = "TrainingArguments.dataloader_persistent_workers"
 _TRANSFORMERS = f"{os.sep}transformers{os.sep}"
 
 
-def building_trainer() -> Any | None:
+# The Trainer's methods that ask for a loader, and what each loader is for.
+_BUILT_FOR = {
+    "get_train_dataloader": "train",
+    "get_eval_dataloader": "eval",
+    "get_test_dataloader": "test",
+}
+# The loader the Trainer keeps from one call to the next under TRAINER_SETTING (it
+# caches its eval loaders); the others it builds once a call whatever the setting.
+KEPT_BY_SETTING = "eval"
+
+
+@dataclass(frozen=True)
+class TrainerBuild:
+    """The HF Trainer building a loader, and the method that asked for it."""
+
+    trainer: Any
+    built_for: str | None
+
+
+def building_trainer() -> TrainerBuild | None:
     """The HF Trainer building a loader now, in transformers' own code (found up the
     caller's stack), or None: a loader the user builds in an override of the Trainer's
     (its own get_train_dataloader) takes the user's flags, not the Trainer's."""
+    trainer: Any = None
+    built_for: str | None = None
     frame = sys._getframe(1)
     while frame is not None:
-        owner = frame.f_locals.get("self")
-        if (
-            owner is not None
-            and _TRANSFORMERS in frame.f_code.co_filename
-            and _is_trainer(type(owner))
-        ):
-            return owner
+        if _TRANSFORMERS in frame.f_code.co_filename:
+            owner = frame.f_locals.get("self")
+            if trainer is None and owner is not None and _is_trainer(type(owner)):
+                trainer = owner
+            built_for = built_for or _BUILT_FOR.get(frame.f_code.co_name)
         frame = frame.f_back  # type: ignore[assignment]
-    return None
+    return None if trainer is None else TrainerBuild(trainer, built_for)
 
 
 def trainer_follows(trainer: Any, persistent: bool) -> None:

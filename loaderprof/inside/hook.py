@@ -49,7 +49,12 @@ from typing import Any
 from loaderprof.inside import events
 from loaderprof.inside.cut import cut_after, planned
 from loaderprof.inside.events import Ev
-from loaderprof.inside.frameworks import TRAINER_SETTING, building_trainer, trainer_follows
+from loaderprof.inside.frameworks import (
+    TRAINER_SETTING,
+    TrainerBuild,
+    building_trainer,
+    trainer_follows,
+)
 from loaderprof.inside.probe import WorkerInitProbe, held_by_children
 from loaderprof.inside.site import switched, user_site
 from loaderprof.inside.waits import WaitClock
@@ -312,7 +317,7 @@ def _switched(loader: Any, site: str) -> bool:
     return switched(loader.num_workers, site, os.environ.get(ENV_LOADER_SITE))
 
 
-def _force_persistence(loader: Any, site: str, trainer: Any = None) -> bool:
+def _force_persistence(loader: Any, site: str, build: TrainerBuild | None = None) -> bool:
     """The arm's persistent_workers (see NOTE [command arms]) on a loader the arm switches,
     past DataLoader.__setattr__ (which refuses it after __init__ checked the script's
     settings), and on the HF Trainer building it, if one is (inside/frameworks.py). Returns what
@@ -322,8 +327,8 @@ def _force_persistence(loader: Any, site: str, trainer: Any = None) -> bool:
         return asked
     persistent = os.environ.get(ENV_PERSIST) == "1"
     object.__setattr__(loader, "persistent_workers", persistent)
-    if trainer is not None:
-        trainer_follows(trainer, persistent)
+    if build is not None:
+        trainer_follows(build.trainer, persistent)
     cut_after(loader)
     return asked
 
@@ -341,8 +346,8 @@ def _preload() -> None:
 def _register(loader: Any, path: str) -> None:
     rank = os.environ.get("RANK")
     site, framework = user_site()
-    trainer = building_trainer()
-    asked = _force_persistence(loader, site, trainer)
+    build = building_trainer()
+    asked = _force_persistence(loader, site, build)
     described = _describe(loader)
     origin = _origin(loader) if framework else None
     lid = origin.__dict__["_lp_id"] if origin is not None else f"{os.getpid()}.{next(_ids)}"
@@ -368,7 +373,9 @@ def _register(loader: Any, path: str) -> None:
         rank=int(rank) if rank and rank.isdigit() else None,
         persistent_asked=asked,
         # What the user sets persistence with, where not the DataLoader's own flag.
-        setting=TRAINER_SETTING if trainer is not None else None,
+        setting=TRAINER_SETTING if build is not None else None,
+        # Which of the Trainer's loaders it is: they share the user's site.
+        built_for=build.built_for if build is not None else None,
         **described,
     )
     if loader.num_workers > 0:

@@ -127,6 +127,11 @@ class WatchedLoader(PauseMemory):
     # there are some, else the first epoch's; `wait_epochs` says which.
     wait: WaitSplit | None = None
     wait_epochs: str | None = None
+    # Where a framework builds the loader from a setting of its own (the HF Trainer,
+    # inside/frameworks.py): that setting, and what the framework built the loader for
+    # (train / eval / test). None: the DataLoader's own flag.
+    setting: str | None = None
+    built_for: str | None = None
 
 
 @dataclass(frozen=True)

@@ -394,6 +394,8 @@ def loaders(
                 dataset_states=_states(evs, lid),
                 wait=wait,
                 wait_epochs=wait_epochs,
+                setting=ev.get("setting"),
+                built_for=ev.get("built_for"),
             )
         )
     return tuple(out)

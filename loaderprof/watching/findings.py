@@ -21,6 +21,7 @@ from loaderprof.checks.growth import (
 from loaderprof.checks.loader import copy_on_read_finding
 from loaderprof.checks.series import copies_on_read, growth_trend, idle_growth
 from loaderprof.checks.state import stale_finding, stale_in
+from loaderprof.inside.frameworks import KEPT_BY_SETTING
 from loaderprof.inside.procfs import HANDLE_LABELS
 from loaderprof.model.results import Finding
 from loaderprof.model.watch import PoolSpan, WatchedEpoch, WatchedLoader, whole_epochs
@@ -34,13 +35,14 @@ CANDIDATE_SHARE = 0.05
 def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
     """Several loaders built at one site, each iterated about once: the loader is
     rebuilt every epoch, so its workers (persistent or not) are never reused."""
-    # Per process: each torchrun rank builds its loaders at the same site.
-    by_site: dict[tuple[int, str], list[WatchedLoader]] = defaultdict(list)
+    # Per process: each torchrun rank builds its loaders at the same site. The HF
+    # Trainer builds its train and eval loaders at one site: apart by what for.
+    by_site: dict[tuple[int, str, str | None], list[WatchedLoader]] = defaultdict(list)
     for ld in loaders:
         if ld.num_workers > 0:
-            by_site[(ld.pid, ld.site)].append(ld)
+            by_site[(ld.pid, ld.site, ld.built_for)].append(ld)
     out = []
-    for (_, site), group in by_site.items():
+    for (_, site, _), group in by_site.items():
         # Iterated once each, one after another: built to be used once (a helper that
         # builds train, val and test loaders at one line is not that).
         group = [ld for ld in group if ld.epochs]
@@ -58,20 +60,37 @@ def check_recreated(loaders: Sequence[WatchedLoader]) -> list[Finding]:
 def _recreated(site: str, group: Sequence[WatchedLoader]) -> Finding:
     waits = [e.first_batch_s for ld in group for e in ld.epochs if e.first_batch_s]
     wait = statistics.median(waits) if waits else None
-    cost = f", each epoch waiting {wait:.2f} s for its first batch" if wait else ""
+    # A framework's eval (test) loader runs once an evaluation (prediction).
+    built_for = group[0].built_for
+    each = {"eval": "evaluation", "test": "prediction"}.get(str(built_for), "epoch")
+    what = "DataLoader" if built_for is None else f"{built_for} DataLoader"
+    cost = f", each {each} waiting {wait:.2f} s for its first batch" if wait else ""
     return Finding(
         id="loader-recreated",
         severity="warning",
-        title=f"{plural(len(group), 'DataLoader')} built at {site}, each iterated once: their "
-        f"workers start again every epoch{cost}",
+        title=f"{plural(len(group), what)} built at {site}, each iterated once: their "
+        f"workers start again every {each}{cost}",
         evidence={
             "site": site,
             "loaders": [ld.id for ld in group],
             "persistent_workers": any(ld.persistent_workers for ld in group),
             "median_first_batch_s": None if wait is None else round(wait, 4),
         },
-        fix="build the DataLoader once, before the epoch loop, and iterate it each "
-        "epoch (with persistent_workers=True its workers then start once)",
+        fix=_rebuild_fix(group[0]),
+    )
+
+
+def _rebuild_fix(ld: WatchedLoader) -> str:
+    """What stops the rebuilds: the framework's setting where it keeps such a loader
+    under it (the HF Trainer its eval loader), else building the loader once."""
+    if ld.setting is not None and ld.built_for == KEPT_BY_SETTING:
+        return (
+            f"set {ld.setting}=True: the framework then builds its {ld.built_for} loader "
+            "once and keeps it, and its workers, from one pass to the next"
+        )
+    return (
+        "build the DataLoader once, before the epoch loop, and iterate it each "
+        "epoch (with persistent_workers=True its workers then start once)"
     )
 
 
@@ -81,13 +100,19 @@ def _confirm(ld: WatchedLoader, command: Sequence[str]) -> str:
         return (
             f"confirm with `loaderprof compare -- {shlex.join(command)}` (your command "
             "run with persistence on and off, side by side: the saving per epoch of the "
-            "training itself), then pass persistent_workers=True"
+            f"training itself), then {_turn_on(ld)}"
         )
     return (
         f"confirm with `loaderprof compare DATASET --num-workers {ld.num_workers}` (it "
-        "measures both settings side by side, memory and state included), then pass "
-        "persistent_workers=True"
+        f"measures both settings side by side, memory and state included), then {_turn_on(ld)}"
     )
+
+
+def _turn_on(ld: WatchedLoader) -> str:
+    """The user's own switch for this loader's persistence."""
+    if ld.setting is not None:
+        return f"set {ld.setting}=True (the framework builds this loader)"
+    return "pass persistent_workers=True"
 
 
 def check_candidates(

@@ -54,15 +54,35 @@ if __name__ == "__main__":
 """
 
 
+def _evaluating(source: str) -> str:
+    """The Trainer script, evaluating after every epoch."""
+    return source.replace(
+        'save_strategy="no",', 'save_strategy="no", eval_strategy="epoch",'
+    ).replace(
+        "train_dataset=Items(n=64, dim=4)",
+        "train_dataset=Items(n=64, dim=4), eval_dataset=Items(n=32, dim=4)",
+    )
+
+
 def test_the_trainers_loader_is_one_loader_at_the_users_line(tmp_path: Path) -> None:
-    run, report = watch_script(tmp_path, TRAINER, env={"HF_HUB_OFFLINE": "1"})
+    run, report = watch_script(tmp_path, _evaluating(TRAINER), env={"HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-3000:]
-    # The Trainer's loader and accelerate's rebuild of it: one loader, four epochs.
-    (loader,) = report["loaders"]
-    assert loader["site"] == script_site(tmp_path, "# TRAIN")
-    assert len(loader["epochs"]) == 4 and loader["workers_reused"] is False
-    (cand,) = [f for f in report["findings"] if f["id"] == "persistence-candidate"]
+    # The Trainer's loader and accelerate's rebuild of it: one loader, four epochs; then
+    # an eval loader built for each evaluation, at the same line (inside/frameworks.py).
+    train, *evals = report["loaders"]
+    assert train["site"] == script_site(tmp_path, "# TRAIN") and train["built_for"] == "train"
+    assert len(train["epochs"]) == 4 and train["workers_reused"] is False
+    assert [ld["built_for"] for ld in evals] == ["eval"] * 4
+    assert {ld["site"] for ld in evals} == {train["site"]}
+    setting = "TrainingArguments.dataloader_persistent_workers"
+    by_id = {f["id"]: f for f in report["findings"]}
+    cand = by_id["persistence-candidate"]
     assert f"loaderprof compare -- {sys.executable} {tmp_path / 'train.py'}" in cand["fix"]
+    assert f"set {setting}=True" in cand["fix"]
+    # The eval loader's rebuilds: the Trainer's setting keeps it.
+    rebuilt = by_id["loader-recreated"]
+    assert rebuilt["evidence"]["loaders"] == [ld["id"] for ld in evals]
+    assert rebuilt["fix"].startswith(f"set {setting}=True")
     assert_nothing_left()
 
 
@@ -86,19 +106,15 @@ def test_a_trainer_evaluating_every_epoch_keeps_its_eval_loader_in_the_persisten
     # dataloader_persistent_workers is set, so the arm sets that too. Setting only the
     # loaders' flag left a fresh eval pool (its 0.2 s lazy open) in every persistent
     # epoch: about half the non-persistent epoch, where the user's flag leaves a tenth.
-    run, by_arm = _compare_trials(
-        tmp_path,
-        TRAINER.replace('save_strategy="no",', 'save_strategy="no", eval_strategy="epoch",')
-        .replace("train_dataset=Items(n=64, dim=4)", "train_dataset=Items(n=64, dim=4), "
-                 "eval_dataset=Items(n=32, dim=4)"),
-    )  # fmt: skip
+    run, by_arm = _compare_trials(tmp_path, _evaluating(TRAINER))
     # Each epoch holds the evaluation (see NOTE [epoch of the training]).
     assert all(e["others_s"] > 0 for t in by_arm.values() for e in t["epochs"])
     for trial in by_arm.values():
         main = trial["main"]
-        # Named relative to the command's directory: the same line (where the Trainer
-        # builds its eval loaders too, which `built` counts with the train loader).
+        # Named relative to the command's directory: the same line, where the Trainer
+        # builds its eval loaders too; they are not the train loader's rebuilds.
         assert same_site(script_site(tmp_path, "# TRAIN"), main["site"])
+        assert main["built"] == 1
         # TrainingArguments' default, whatever the arm set on the rebuild; and that
         # argument is what the user turns persistence on with.
         assert main["persistent_asked"] is False

@@ -25,6 +25,7 @@ def _created(lid: str, site: str, t: float, workers: int = 2, **kw: Any) -> dict
         "persistent_workers": True,
         "dataset_type": kw.get("dataset_type", "Items"),
         "rank": kw.get("rank"),
+        "built_for": kw.get("built_for"),
     }
 
 
@@ -58,6 +59,23 @@ def test_the_main_loader_is_the_one_with_the_most_batches() -> None:
     main = trace.main()
     assert main is not None and main.site == "train.py:10" and main.built == 1
     assert main.others == ("train.py:11",)
+
+
+def test_the_trainers_eval_loaders_at_its_train_loaders_site_are_not_its_rebuilds() -> None:
+    """The HF Trainer builds its train loader and an eval loader for each evaluation at
+    the user's one site (inside/frameworks.py): the main loader is built once, and each
+    eval pass is inside its epoch."""
+    trace = CommandTrace(0)
+    trace.feed([_created("1.1", "train.py:30", 0.5, built_for="train")])
+    for k in range(3):
+        t = 1.0 + 2 * k
+        trace.feed(_epoch("1.1", t, t + 0.3, t + 1.0, 8))
+        trace.feed([_created(f"1.{k + 2}", "train.py:30", t + 1.05, built_for="eval")])
+        trace.feed(_epoch(f"1.{k + 2}", t + 1.1, t + 1.4, t + 1.6, 4))
+    trace.ended = True
+    main = trace.main()
+    assert main is not None and (main.built, main.epochs_per_loader) == (1, 3)
+    assert [round(e.others_s, 3) for e in trace.epochs(3)] == [0.5, 0.5, 0.5]
 
 
 def test_an_epoch_holds_the_switched_loaders_passes_before_the_next_iter() -> None:

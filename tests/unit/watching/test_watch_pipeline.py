@@ -76,6 +76,32 @@ def test_a_rebuilt_loader_and_a_non_persistent_candidate() -> None:
     assert ids == ["loader-recreated", "persistence-candidate"]
 
 
+def test_the_trainers_eval_loaders_rebuilt_at_its_train_loaders_site_are_named() -> None:
+    """The HF Trainer builds its train loader and an eval loader for each evaluation at
+    one site (inside/frameworks.py): the eval loaders, each iterated once, are a rebuilt
+    loader apart from the train loader, and the fix is the Trainer's own setting."""
+    setting = "TrainingArguments.dataloader_persistent_workers"
+    trainer = {"setting": setting, "built_for": "train"}
+    evs = [{**_loader("L1", 0.1, "train.py:30", False), **trainer}]
+    for k in range(3):
+        t = 1.0 + 2 * k
+        evs += _epoch("L1", t, 0.3, 0.9, (201 + 4 * k, 202 + 4 * k))
+        evs.append({**_loader(f"L{k + 2}", t + 0.95, "train.py:30", False), **trainer})
+        evs[-1]["built_for"] = "eval"
+        evs += _epoch(f"L{k + 2}", t + 1.0, 0.3, 0.5, (203 + 4 * k, 204 + 4 * k))
+    found = loaders(by_kind(evs), [], {}, 0, int(8 * S))
+    assert [ld.built_for for ld in found] == ["train", "eval", "eval", "eval"]
+    by_id = {f.id: f for f in find(found, pools(found, 8.0), ("python", "train.py"))}
+    rebuilt = by_id["loader-recreated"]
+    assert rebuilt.evidence["loaders"] == ["L2", "L3", "L4"]
+    assert "every evaluation" in rebuilt.title and "3 eval DataLoaders" in rebuilt.title
+    assert rebuilt.fix.startswith(f"set {setting}=True")
+    # The train loader's own candidate names the setting the user turns it on with.
+    assert by_id["persistence-candidate"].fix.endswith(
+        f"then set {setting}=True (the framework builds this loader)"
+    )
+
+
 def test_an_iterator_kept_alive_keeps_its_workers_whenever_each_began() -> None:
     # `it = iter(loader)` at 1.00 s, then `for batch in loader` at 1.01 s: on a busy
     # machine the first iterator's second worker begins after the second iter().
