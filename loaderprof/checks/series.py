@@ -47,9 +47,13 @@ def growth_trend(values: Sequence[float], min_step: float, after: Sequence[int] 
 
 
 # NOTE [pauses not read]: a watched job's pauses between epochs are read by whichever
-# whole walk (every USS reading) falls inside them, and a short pause may get none: its
-# series then skips an epoch, and one step covers two. Each reading keeps the epoch it
-# followed, so growth is counted per epoch, not per reading.
+# whole walk (every USS reading) falls inside them. watch reads the hook's events as
+# they come (every 50 ms) and begins a fresh walk once every pass has ended, the walk
+# under way giving way to it (watching/run.py `_Pauses`): a walk takes a few hundred ms
+# on a busy machine, and one begun late in the epoch left a 0.4 s pause unread. A pause
+# shorter than a walk still gets none: its series then skips an epoch, and one step
+# covers two. Each reading keeps the epoch it followed, so growth is counted per epoch,
+# not per reading.
 
 
 def epochs_spanned(after: Sequence[int]) -> int | None:

@@ -165,6 +165,13 @@ class TreeSampler(threading.Thread):
         self.walker.requested.set()
         self.walker.wake.set()
 
+    def pause_began(self) -> None:
+        """The watched command's passes have all ended (NOTE [pauses not read]): a walk
+        under way, begun inside the pass, gives way to one that begins now, so that a
+        pause shorter than two walks still holds a whole one."""
+        self.walker.restart.set()
+        self.request_deep()
+
     def epoch_started(self) -> None:
         self._in_epoch.set()
 
@@ -315,6 +322,8 @@ class _Walker(threading.Thread):
         self.owner = owner
         self.wake = threading.Event()
         self.requested = threading.Event()
+        # Set by `pause_began`: the walk under way gives way to a fresh one.
+        self.restart = threading.Event()
         self._lock = threading.Lock()
         # Processes to read ahead of any walk order: new, or grown past the trigger.
         self._urgent: list[int] = []
@@ -378,6 +387,7 @@ class _Walker(threading.Thread):
             if not owner.latest or not self._due():
                 return
             self.requested.clear()
+            self.restart.clear()
             self._last_walk_began = time.monotonic()
             self._walk = _Walk(
                 owner.next_id(),
@@ -391,6 +401,11 @@ class _Walker(threading.Thread):
             # one of the pause (see NOTE [sampled pauses]; the trial waits for it).
             if owner.still(time.monotonic()) or (owner.between and not walk.between):
                 self._finish(complete=False)
+                return
+            if self.restart.is_set():
+                # Its readings before the pause keep each process's own peaks.
+                self._finish(complete=False)
+                self._walk_while_due()
                 return
             pid = self._next(walk)
             if pid is None:

@@ -22,6 +22,7 @@ from typing import Any
 from loaderprof.config.options import WatchStopOptions
 from loaderprof.errors import INTERRUPTS, UsageError
 from loaderprof.inside import events
+from loaderprof.inside.events import Ev
 from loaderprof.measure import contention
 from loaderprof.measure.hooked import ProcessTree as _Tree
 from loaderprof.measure.hooked import hooked_env as _environment
@@ -142,7 +143,8 @@ def run_watch(
             # are never paused for the sampler, so it keeps to the deep interval.
             sampler.epoch_started()
             sampler.start()
-            returncode = _wait(proc, fwd, tree, on_tick, kill_after_s)
+            pauses = _Pauses(path, sampler)
+            returncode = _wait(proc, fwd, tree, on_tick, kill_after_s, pauses.poll)
             tree.reaped = True
             t_end = time.monotonic_ns()
             contention.count_unreaped(contention.unreaped_cpu_s(events.read_events(path)))
@@ -170,26 +172,60 @@ def run_watch(
     )
 
 
+class _Pauses:
+    """Tells the sampler when the command's passes have all ended, from the hook's
+    events as they come (NOTE [pauses not read]): the pause begins with a fresh walk.
+    A walk under load takes a few hundred ms (3 processes beside a CPU hog); one begun
+    late in the epoch overran a 0.4 s pause, and the next then began too late to end
+    inside it: 1 of 3 pauses read, where 3 were read on an idle machine."""
+
+    def __init__(self, path: str, sampler: TreeSampler) -> None:
+        self._reader = events.EventReader(path)
+        self._sampler = sampler
+        self._open: set[str] = set()
+
+    def poll(self) -> None:
+        ended = False
+        for ev in self._reader.read_new():
+            if ev.get("ev") == Ev.ITER_START:
+                self._open.add(str(ev.get("loader")))
+            elif ev.get("ev") == Ev.ITER_END:
+                ended = True
+                self._open.discard(str(ev.get("loader")))
+        if ended and not self._open:
+            self._sampler.pause_began()
+
+
+# How often the hook's events are read while the command runs: a pause is read from
+# at most this long after it began.
+_POLL_S = 0.05
+# How often the caller's `on_tick` (a progress line) hears the time.
+_TICK_S = 0.2
+
+
 def _wait(
     proc: subprocess.Popen[bytes],
     fwd: _Forwarder,
     tree: _Tree,
     on_tick: Callable[[float], None] | None,
     kill_after_s: float,
+    poll: Callable[[], None] = lambda: None,
 ) -> int | None:
     """The command's own status when it stops by itself within the grace period."""
-    start = time.monotonic()
+    start = ticked = time.monotonic()
     termed_at: float | None = None
     while True:
         try:
-            return proc.wait(timeout=0.2 if fwd.at is None else 0.05)
+            return proc.wait(timeout=_POLL_S)
         except subprocess.TimeoutExpired:
             pass
-        if on_tick is not None:
-            on_tick(time.monotonic() - start)
+        poll()
+        now = time.monotonic()
+        if on_tick is not None and now - ticked >= _TICK_S:
+            ticked = now
+            on_tick(now - start)
         if fwd.at is None:
             continue
-        now = time.monotonic()
         if termed_at is None and (fwd.escalated or now - fwd.at > kill_after_s):
             termed_at = now
             if fwd.signum != signal.SIGTERM or fwd.escalated:
