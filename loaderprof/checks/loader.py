@@ -47,14 +47,55 @@ def _train(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
     return [w for w in workers if w.loader == "train"]
 
 
-def _batch_times(trials: Sequence[TrialResult]) -> dict[int, float]:
-    """Each worker id's median batch time: the median over trials of its own median."""
-    by_id: dict[int, list[float]] = defaultdict(list)
+def _cpu_wait_share(w: WorkerResult) -> float:
+    """The share of the worker's life its main thread was ready to run but waited for a
+    CPU (NOTE [worker threads]: run-queue wait over its wall since init)."""
+    if w.cpu_wait is None:
+        return 0.0
+    return min(0.95, max(0.0, w.cpu_wait - (w.thread_cpu_wait or 0.0)))
+
+
+def _own_batch_s(w: WorkerResult) -> float | None:
+    """The worker's median batch less its share of waiting for a CPU: its own work and
+    its own waits (I/O, a sleep), not another process's load. On a busy machine one
+    worker of a uniform Dataset waited 79 % of its life for a CPU, and its 73 ms
+    batches were 15 ms of its own."""
+    if w.median_batch_s is None:
+        return None
+    return w.median_batch_s * (1.0 - _cpu_wait_share(w))
+
+
+def _pools(trials: Sequence[TrialResult]) -> list[dict[int, float]]:
+    """Each pool's own batch time by worker id (a trial's workers begun in one epoch: a
+    persistent trial's one pool, a non-persistent one's each epoch), where two or more
+    workers made enough batches to have one."""
+    out: list[dict[int, float]] = []
     for t in trials:
+        by_pool: dict[int | None, dict[int, float]] = defaultdict(dict)
         for w in _train(t.workers):
-            if w.median_batch_s is not None and w.batches >= MIN_BATCHES:
-                by_id[w.worker_id].append(w.median_batch_s)
+            own = _own_batch_s(w)
+            if own is not None and w.batches >= MIN_BATCHES:
+                by_pool[w.first_epoch][w.worker_id] = own
+        out += [p for p in by_pool.values() if len(p) >= 2]
+    return out
+
+
+def _batch_times(pools: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each worker id's batch time: the median over pools of its own."""
+    by_id: dict[int, list[float]] = defaultdict(list)
+    for pool in pools:
+        for wid, d in pool.items():
+            by_id[wid].append(d)
     return {wid: statistics.median(v) for wid, v in by_id.items()}
+
+
+def _slowest_in_every_pool(pools: Sequence[dict[int, float]], wid: int) -> bool:
+    """What makes a worker a straggler (its shard, its items, its worker_init_fn) slows
+    it in every pool; another process's load on a busy machine slows one worker in one
+    pool and another in the next (seen: `check` on a uniform ImageFolder beside a CPU
+    hog warned in 3 of 3 runs, its "slow" worker 30-100 ms in one pool, 36-261 ms in the
+    next, where every batch cost 9 ms alone). One pool cannot tell the two apart."""
+    return len(pools) >= 2 and all(wid in p and max(p, key=lambda k: p[k]) == wid for p in pools)
 
 
 def in_order_wait(
@@ -86,14 +127,15 @@ def check_straggler(report: Report) -> list[Finding]:
     if lo.in_order is False:
         return []
     trials = _timed(report)
-    times = _batch_times(trials)
+    pools = _pools(trials)
+    times = _batch_times(pools)
     if len(times) < 2:
         return []
     slow_id = max(times, key=lambda k: times[k])
     others = statistics.median(d for k, d in times.items() if k != slow_id)
     ratio = times[slow_id] / others if others > 0 else math.inf
     epochs = [e for t in trials for e in t.epochs[1:]] or [e for t in trials for e in t.epochs]
-    if ratio < STRAGGLER_RATIO or not epochs:
+    if ratio < STRAGGLER_RATIO or not epochs or not _slowest_in_every_pool(pools, slow_id):
         return []
     batches = int(statistics.median(e.batches for e in epochs))
     wall = statistics.median(e.wall_s for e in epochs)
@@ -108,18 +150,28 @@ def check_straggler(report: Report) -> list[Finding]:
     saving = ordered - unordered
     if wall <= 0 or saving < max(STRAGGLER_MIN_SHARE * wall, STRAGGLER_MIN_S):
         return []
-    pid = next(w.pid for t in trials for w in _train(t.workers) if w.worker_id == slow_id)
+    workers = [w for t in trials for w in _train(t.workers)]
+    pid = next(w.pid for w in workers if w.worker_id == slow_id)
+    waited = {
+        str(k): round(statistics.median(_cpu_wait_share(w) for w in workers if w.worker_id == k), 3)
+        for k in times
+    }
     return [
         Finding(
             id="straggler",
             severity="warning",
             title=f"worker {slow_id}'s batches take {ratio:.1f}× the other workers' "
-            f"({times[slow_id] * 1e3:.1f} ms vs {others * 1e3:.1f} ms): in-order delivery "
-            f"waits for it, an estimated {saving:.2f} s of each {wall:.2f} s epoch",
+            f"({times[slow_id] * 1e3:.1f} ms vs {others * 1e3:.1f} ms, less waits for a "
+            f"CPU): in-order delivery waits for it, an estimated {saving:.2f} s of each "
+            f"{wall:.2f} s epoch",
             evidence={
                 "worker_id": slow_id,
                 "pid": pid,
+                # Each less the share of its life it waited for a CPU (`cpu_wait_share`).
                 "median_batch_s_by_worker": {str(k): round(v, 6) for k, v in times.items()},
+                "cpu_wait_share_by_worker": waited,
+                # The pools it was the slowest in: every pool that timed its workers.
+                "pools": len(pools),
                 "batch_time_ratio": round(ratio, 2),
                 "batches_per_epoch": batches,
                 "estimated_in_order_s": round(ordered, 4),

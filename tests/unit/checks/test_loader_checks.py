@@ -253,20 +253,32 @@ def test_a_worker_that_makes_no_batch_in_any_epoch_is_idle() -> None:
 def _straggling(role: str) -> Report:
     """Worker 1's batches take 20× worker 0's, in 1 s epochs of 40 batches; the trial
     is `role` ("timing", or "memory": its sampling stalled the workers)."""
+    return _timed_pools(role, [(0.01, 0.2), (0.01, 0.2)])
+
+
+def _timed_pools(
+    role: str, pools: list[tuple[float, float]], waited: tuple[float, float] = (0.0, 0.0)
+) -> Report:
+    """The trial above, once per pool, each pool's workers 0 and 1 taking these median
+    batch times, their main threads waiting for a CPU these shares of their lives."""
     report = _report(_spawned_events(stagger=0.005, size=MiB))
     arm = report.arms["persistent"]
     (trial,) = arm.trials
     w0, w1 = trial.workers
-    trial = dataclasses.replace(
-        trial,
-        role=role,
-        workers=(
-            dataclasses.replace(w0, median_batch_s=0.01, batches=20),
-            dataclasses.replace(w1, median_batch_s=0.2, batches=20),
-        ),
-        epochs=tuple(dataclasses.replace(e, batches=40, wall_s=1.0) for e in trial.epochs),
+    trials = tuple(
+        dataclasses.replace(
+            trial,
+            index=i,
+            role=role,
+            workers=(
+                dataclasses.replace(w0, median_batch_s=d0, batches=20, cpu_wait=waited[0]),
+                dataclasses.replace(w1, median_batch_s=d1, batches=20, cpu_wait=waited[1]),
+            ),
+            epochs=tuple(dataclasses.replace(e, batches=40, wall_s=1.0) for e in trial.epochs),
+        )
+        for i, (d0, d1) in enumerate(pools)
     )
-    arms = {**report.arms, "persistent": dataclasses.replace(arm, trials=(trial,))}
+    arms = {**report.arms, "persistent": dataclasses.replace(arm, trials=trials)}
     return dataclasses.replace(report, arms=arms)
 
 
@@ -278,4 +290,25 @@ def test_a_straggler_is_judged_on_timed_trials_within_the_epochs_measured() -> N
     # ... and the out-of-order estimate (0.4 s) shrinks with it, by a quarter.
     assert f.evidence["estimated_out_of_order_s"] == pytest.approx(0.1)
     assert f.evidence["estimated_saving_s_per_epoch"] == pytest.approx(0.9)
+    assert f.evidence["pools"] == 2
     assert check_straggler(_straggling("memory")) == []
+
+
+def test_a_worker_slow_in_one_pool_and_fast_in_the_next_is_no_straggler() -> None:
+    """Another process's load slows one worker in one pool and the other in the next:
+    the medians over pools still differ 1.6×, but no worker is the slow one."""
+    swinging = _timed_pools("timing", [(0.01, 0.2), (0.16, 0.012), (0.01, 0.15)])
+    assert check_straggler(swinging) == []
+    # One pool alone cannot tell a straggler from a busy machine.
+    assert check_straggler(_timed_pools("timing", [(0.01, 0.2)])) == []
+
+
+def test_a_worker_slow_only_by_its_wait_for_a_cpu_is_no_straggler() -> None:
+    """Worker 1's batches take 2.4× worker 0's, in every pool, but it waited for a CPU
+    70 % of its life (another process's load): its own time is 0.72× worker 0's."""
+    busy = _timed_pools("timing", [(0.05, 0.12), (0.05, 0.12)], waited=(0.0, 0.7))
+    assert check_straggler(busy) == []
+    # The same batch times with no such wait: a straggler, its waits in the evidence.
+    (f,) = check_straggler(_timed_pools("timing", [(0.05, 0.12), (0.05, 0.12)]))
+    assert f.evidence["cpu_wait_share_by_worker"] == {"0": 0.0, "1": 0.0}
+    assert "less waits for a CPU" in f.title
