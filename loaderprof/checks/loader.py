@@ -49,7 +49,7 @@ def _train(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
 
 def _cpu_wait_share(w: WorkerResult) -> float:
     """The share of the worker's life its main thread was ready to run but waited for a
-    CPU (NOTE [worker threads]: run-queue wait over its wall since init)."""
+    CPU (run-queue wait over its wall since init; see NOTE [worker threads])."""
     if w.cpu_wait is None:
         return 0.0
     return min(0.95, max(0.0, w.cpu_wait - (w.thread_cpu_wait or 0.0)))

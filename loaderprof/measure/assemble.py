@@ -33,7 +33,7 @@ from loaderprof.measure.memory import (
     window_memory,
     worker_states,
 )
-from loaderprof.measure.readings import dataset_state, deep_ticks
+from loaderprof.measure.readings import dataset_state, deep_ticks, pool_whole_until, read_at
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import (
     BatchSpan,
@@ -82,9 +82,13 @@ def assemble_trial(
     summable = {g[0].tick: len(g) for g in deep_ticks(samples)}
     per_pid = per_process(samples)
     inits = {ev["pid"]: ev for ev in by_kind[Ev.WORKER_INIT]}
-    workers = _workers(inits, windows, by_kind, per_process(inside), gone_ns or {}, clock)
+    exits = {ev["pid"]: ev["t"] for ev in by_kind[Ev.WORKER_EXIT]}
+    whole = pool_whole_until(inits.values(), exits, gone_ns or {})
+    workers = _workers(inits, windows, by_kind, per_process(inside), gone_ns or {}, clock, whole)
     worker_pids = set(inits)
-    memory = _trial_memory(inside, samples, by_kind, main_pid, inits, clock, (lo, hi), t_end_ns)
+    memory = _trial_memory(
+        inside, samples, by_kind, main_pid, inits, clock, (lo, hi), t_end_ns, whole
+    )
     timeline = tuple(
         ProcessTimeline(
             pid=pid,
@@ -147,12 +151,13 @@ def _trial_memory(
     clock: _Clock,
     window: tuple[int | None, int | None],
     t_end_ns: int,
+    whole: Mapping[int, int],
 ) -> TrialMemory:
     """The trial's memory figures: those of the window, the set-up baseline, the
     shutdown peak and (NOTE [validation pass]) what the train pool holds meanwhile."""
     lo, hi = window
     train = {pid for pid, ev in inits.items() if ev.get("loader", "train") == "train"}
-    memory = window_memory(inside, main_pid, set(inits), idle_windows(by_kind))
+    memory = window_memory(inside, main_pid, set(inits), idle_windows(by_kind), whole)
     memory = dataclasses.replace(
         memory,
         window_start_s=clock.rel(lo),
@@ -285,8 +290,10 @@ def _workers(
     per_pid: Mapping[int, list[Sample]],
     gone: Mapping[int, int],
     clock: _Clock,
+    whole: Mapping[int, int],
 ) -> tuple[WorkerResult, ...]:
-    """One row per worker process; its memory from the samples inside the window."""
+    """One row per worker process; its memory from the samples inside the window while
+    its pool was whole (`whole`: readings.pool_whole_until)."""
     batches_by_pid: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
     for ev in by_kind[Ev.BATCH]:
         batches_by_pid[ev["pid"]].append(ev)
@@ -307,7 +314,7 @@ def _workers(
         if first_epoch is None:
             known = [e for e in (windows.epoch_of(b["t"]) for b in bevs) if e is not None]
             first_epoch = min(known) if known else None
-        series = per_pid.get(pid, [])
+        series = [s for s in per_pid.get(pid, []) if read_at(s) < whole[pid]]
         queue = pickles.get(ev["worker_id"])
         pickled = queue.pop(0) if queue else {}
         workers.append(

@@ -11,7 +11,7 @@ from typing import Any
 
 from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
-from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes
+from loaderprof.measure.readings import deep_ticks, in_pause, peak_worker_processes, read_at
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import TrialMemory, WorkerState
 
@@ -98,8 +98,10 @@ def window_memory(
     main_pid: int,
     worker_pids: set[int],
     pauses: Sequence[tuple[int, int, int]],
+    worker_until: Mapping[int, int] | None = None,
 ) -> TrialMemory:
-    """Figures from the samples inside the memory window."""
+    """Figures from the samples inside the memory window; a worker's own peak from
+    those read before `worker_until` (its pool whole: `readings.pool_whole_until`)."""
     if not samples:
         return TrialMemory(None, None, None, None, None, None, None, None, 0, 0)
     per_pid = per_process(samples)
@@ -117,9 +119,13 @@ def window_memory(
     def whole_peak(values: Iterable[int | None]) -> int | None:
         return peak(values) if all(v is not None for v in values) else None
 
+    until = worker_until or {}
     worker_peaks = [
         p
-        for p in (peak(s.uss for s in per_pid.get(pid, [])) for pid in worker_pids)
+        for p in (
+            peak(s.uss for s in per_pid.get(pid, []) if read_at(s) < until.get(pid, 2**63))
+            for pid in worker_pids
+        )
         if p is not None
     ]
     idle_uss: list[int] = []

@@ -26,6 +26,8 @@ from loaderprof.measure.readings import (
     deep_ticks,
     in_pause,
     iter_spans,
+    pool_whole_until,
+    read_at,
     workers_reused,
 )
 from loaderprof.measure.sampler import Sample
@@ -65,9 +67,10 @@ def _workers(
     inits = [ev for ev in evs[Ev.WORKER_INIT] if ev.get("loader") == lid]
     readies = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_READY]}
     exits = {ev["pid"]: ev["t"] for ev in evs[Ev.WORKER_EXIT]}
+    whole = pool_whole_until(inits, exits, gone)
     peaks: dict[int, tuple[int | None, int | None]] = {}
     for s in samples:
-        if s.uss is None:
+        if s.uss is None or s.pid not in whole or read_at(s) >= whole[s.pid]:
             continue
         uss, pss = peaks.get(s.pid, (None, None))
         peaks[s.pid] = (max(uss or 0, s.uss), max(pss or 0, s.pss or 0) if s.pss else pss)

@@ -353,3 +353,36 @@ def test_an_idle_pool_names_the_loaders_that_ran_in_agreeing_words() -> None:
     )
     # The fix names the idle loader: it may be the validation loader, idle in training.
     assert "give loader L1 fewer workers" in idle.fix and "validation loader" not in idle.fix
+
+
+def test_a_workers_memory_counts_while_its_pool_is_whole() -> None:
+    """USS is what a process alone maps: once a sibling exits, the pages the two shared
+    become the survivor's. A worker's peak counts until the first of its pool exits
+    (measure/readings.pool_whole_until, compare's rule too); another pool's exit does
+    not cut it."""
+    from loaderprof.measure.readings import pool_whole_until
+    from loaderprof.measure.sampler import Sample
+
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    evs += _epoch("L1", 1.0, 0.4, 0.9, (201, 202))
+    for e in evs:
+        if e["ev"] == "worker_init":
+            e["pool"] = 7
+        if e["ev"] == "worker_exit" and e["pid"] == 202:
+            e["t"] = int(2.0 * S)  # 201 exits at 1.91 s, 202 at 2.0 s
+    # 202 read at 1.5 s (both alive, 100 MiB), and at 1.95 s, after 201 exited (160 MiB).
+    mib = 1 << 20
+    samples = [
+        Sample(1, int(1.5 * S), pid, 100, 200 * mib, 100 * mib, 120 * mib, read_ns=int(1.5 * S))
+        for pid in (201, 202)
+    ]
+    late = int(1.95 * S)
+    samples.append(Sample(2, late, 202, 100, 220 * mib, 160 * mib, 170 * mib, read_ns=late))
+    ends = {201: int(1.91 * S)}
+    inits = [e for e in evs if e["ev"] == "worker_init"]
+    assert pool_whole_until(inits, ends, {}) == {201: ends[201], 202: ends[201]}
+    (ld,) = loaders(by_kind(evs), samples, {}, 0, int(3 * S))
+    assert [w.peak_uss_bytes for w in ld.workers] == [100 * mib, 100 * mib]
+    # A worker of another pool (another base seed) is not cut by this pool's exits.
+    other = {**inits[0], "pid": 301, "pool": 9}
+    assert pool_whole_until([*inits, other], ends, {})[301] > late
