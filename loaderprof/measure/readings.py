@@ -46,12 +46,12 @@ def pool_whole_until(
 ) -> dict[int, int]:
     """Per worker (by its `worker_init` event), when the first worker of its pool (its
     loader's workers with one iterator's base seed) began to exit, by its own
-    `worker_exit` or, killed, its disappearance: its memory counts until then. USS is
-    the pages a process alone maps, so once a sibling exits, the pages the two shared
-    (a library both workers touched and the main process did not) become the
-    survivor's: under spawn a non-persistent pool's last worker read 475-499 MiB where
-    both had read 370 MiB, 124 MiB a worker that the persistent pool never held. One
-    rule for compare and watch."""
+    `worker_exit` or, killed, its disappearance: its memory counts until then, where
+    the pool's shutdown begins. USS is the pages a process alone maps, so a sibling's
+    exit can hand the survivor pages the two shared (a library both workers touched
+    and the main process did not): under spawn a non-persistent pool's last worker
+    read 475-499 MiB where both had read 370 MiB, 124 MiB a worker that the persistent
+    pool never held. One rule for compare and watch."""
     pools: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for ev in inits:
         pid, pool = int(ev["pid"]), ev.get("pool")
