@@ -386,3 +386,27 @@ def test_a_workers_memory_counts_while_its_pool_is_whole() -> None:
     # A worker of another pool (another base seed) is not cut by this pool's exits.
     other = {**inits[0], "pid": 301, "pool": 9}
     assert pool_whole_until([*inits, other], ends, {})[301] > late
+
+
+def test_the_candidate_and_the_data_wait_line_give_one_saving() -> None:
+    """The finding's wait before the first batch is the data-wait line's (the median
+    epoch by wall, as it ran), not the median of the waits apart from the walls."""
+    from loaderprof.report.datawait import watch_wait_text
+    from loaderprof.units import fmt_seconds
+
+    evs = [_loader("L1", 0.1, "train.py:9", False)]
+    # Steady epochs (wait, wall): (0.20, 0.5), (0.19, 0.9), (0.12, 0.6): the waits'
+    # median is 0.19 s, the median epoch (0.6 s) waited 0.12 s.
+    for k, (wait, wall) in enumerate([(0.3, 0.7), (0.20, 0.5), (0.19, 0.9), (0.12, 0.6)]):
+        evs += _epoch("L1", 1.0 + 2 * k, wait, wall, (201 + 2 * k, 202 + 2 * k))
+    firsts = iter([0.3, 0.20, 0.19, 0.12])
+    for e in evs:
+        if e["ev"] == "iter_end":
+            e.update(wait_first=next(firsts), wait_steady=0.0)
+    (ld,) = loaders(by_kind(evs), [], {}, 0, int(9 * S))
+    assert ld.wait is not None and ld.wait.first_s == pytest.approx(0.12)
+    (cand,) = [f for f in find((ld,), pools((ld,), 9.0), ()) if f.id == "persistence-candidate"]
+    assert cand.evidence["median_first_batch_s"] == pytest.approx(0.12)
+    assert "its median epoch after the first (of 3) waited 0.12 s" in cand.title
+    text = watch_wait_text(ld)
+    assert text is not None and f"saves up to {fmt_seconds(0.12)}" in text
