@@ -1,5 +1,5 @@
-"""How the loader's workers share the work: checks on stragglers, threads, start-up
-and shutdown.
+"""How the loader's workers share the work: checks on threads, start-up and shutdown
+(the straggler check is checks/straggler.py, on these helpers).
 
 Pure functions of a Report, like `loaderprof.checks.registry`. Each estimate is built
 from what the trials measured (per-worker batch times, thread counts, start-up
@@ -8,7 +8,6 @@ stamps) and says so; none is a figure the user cannot check in the JSON.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,173 +17,22 @@ from loaderprof.model.results import ARM_LABEL, Finding, Report
 from loaderprof.model.trials import TrialResult, WorkerResult
 from loaderprof.units import MiB, fmt_bytes, fmt_pct, plural
 
-# A worker is a straggler when its median batch takes this many times the other
-# workers' median, and the in-order wait it causes is at least this share of an epoch.
-STRAGGLER_RATIO = 1.5
-STRAGGLER_MIN_SHARE = 0.10
-# ... and at least this long: on a tiny epoch a few ms are noise, not a straggler.
-STRAGGLER_MIN_S = 0.05
-# Batches a worker must have produced for its median to count.
-MIN_BATCHES = 3
-# torch's default prefetch_factor.
-DEFAULT_PREFETCH = 2
-
 
 def _complete(report: Report) -> list[TrialResult]:
     return [t for arm in report.arms.values() for t in arm.trials if t.epochs]
 
 
-def _timed(report: Report) -> list[TrialResult]:
+def timed_trials(report: Report) -> list[TrialResult]:
     """The trials whose times count (NOTE [timing and memory trials]): a memory
     trial's page-table walks stall one worker at a time, which reads as a slow worker
     or a late start."""
     return [t for t in _complete(report) if t.times_epochs]
 
 
-def _train(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
+def train_workers(workers: Sequence[WorkerResult]) -> list[WorkerResult]:
     """The train loader's workers (see NOTE [validation pass]; a --val pool's have their
     own batch size and worker ids, and are not compared with them)."""
     return [w for w in workers if w.loader == "train"]
-
-
-def _cpu_wait_share(w: WorkerResult) -> float:
-    """The share of the worker's life its main thread was ready to run but waited for a
-    CPU (run-queue wait over its wall since init; see NOTE [worker threads])."""
-    if w.cpu_wait is None:
-        return 0.0
-    return min(0.95, max(0.0, w.cpu_wait - (w.thread_cpu_wait or 0.0)))
-
-
-def _own_batch_s(w: WorkerResult) -> float | None:
-    """The worker's median batch less its share of waiting for a CPU: its own work and
-    its own waits (I/O, a sleep), not another process's load. On a busy machine one
-    worker of a uniform Dataset waited 79 % of its life for a CPU, and its 73 ms
-    batches were 15 ms of its own."""
-    if w.median_batch_s is None:
-        return None
-    return w.median_batch_s * (1.0 - _cpu_wait_share(w))
-
-
-def _pools(trials: Sequence[TrialResult]) -> list[dict[int, float]]:
-    """Each pool's own batch time by worker id (a trial's workers begun in one epoch: a
-    persistent trial's one pool, a non-persistent one's each epoch), where two or more
-    workers made enough batches to have one."""
-    out: list[dict[int, float]] = []
-    for t in trials:
-        by_pool: dict[int | None, dict[int, float]] = defaultdict(dict)
-        for w in _train(t.workers):
-            own = _own_batch_s(w)
-            if own is not None and w.batches >= MIN_BATCHES:
-                by_pool[w.first_epoch][w.worker_id] = own
-        out += [p for p in by_pool.values() if len(p) >= 2]
-    return out
-
-
-def _batch_times(pools: Sequence[dict[int, float]]) -> dict[int, float]:
-    """Each worker id's batch time: the median over pools of its own."""
-    by_id: dict[int, list[float]] = defaultdict(list)
-    for pool in pools:
-        for wid, d in pool.items():
-            by_id[wid].append(d)
-    return {wid: statistics.median(v) for wid, v in by_id.items()}
-
-
-def _slowest_in_every_pool(pools: Sequence[dict[int, float]], wid: int) -> bool:
-    """What makes a worker a straggler (its shard, its items, its worker_init_fn) slows
-    it in every pool; another process's load on a busy machine slows one worker in one
-    pool and another in the next (seen: `check` on a uniform ImageFolder beside a CPU
-    hog warned in 3 of 3 runs, its "slow" worker 30-100 ms in one pool, 36-261 ms in the
-    next, where every batch cost 9 ms alone). One pool cannot tell the two apart."""
-    return len(pools) >= 2 and all(wid in p and max(p, key=lambda k: p[k]) == wid for p in pools)
-
-
-def in_order_wait(
-    times: dict[int, float], batches: int, prefetch: int, step_s: float
-) -> tuple[float, float]:
-    """An epoch's batch production time with in-order delivery, and without it.
-
-    In order, batch i comes from worker i mod W, so every worker's share of the
-    epoch waits for the slowest: ceil(N/W) × its batch time. Without it (torch's
-    `in_order=False`), free workers take the next indices, so the epoch takes about
-    N ÷ the workers' summed rate, but never less than the slow worker's first
-    `prefetch` batches, which are handed to it before any batch is done. Neither is
-    faster than the main loop's own step per batch.
-    """
-    slow = max(times.values())
-    share = math.ceil(batches / len(times))
-    ordered = share * slow
-    unordered = max(
-        batches / sum(1 / max(d, 1e-9) for d in times.values()), min(prefetch, share) * slow
-    )
-    floor = batches * step_s
-    return max(ordered, floor), max(unordered, floor)
-
-
-def check_straggler(report: Report) -> list[Finding]:
-    """One worker whose batches take much longer than the others' holds back in-order
-    delivery; say what that costs per epoch and what to try."""
-    lo = report.config.loader
-    if lo.in_order is False:
-        return []
-    trials = _timed(report)
-    pools = _pools(trials)
-    times = _batch_times(pools)
-    if len(times) < 2:
-        return []
-    slow_id = max(times, key=lambda k: times[k])
-    others = statistics.median(d for k, d in times.items() if k != slow_id)
-    ratio = times[slow_id] / others if others > 0 else math.inf
-    epochs = [e for t in trials for e in t.epochs[1:]] or [e for t in trials for e in t.epochs]
-    if ratio < STRAGGLER_RATIO or not epochs or not _slowest_in_every_pool(pools, slow_id):
-        return []
-    batches = int(statistics.median(e.batches for e in epochs))
-    wall = statistics.median(e.wall_s for e in epochs)
-    prefetch = lo.prefetch_factor or DEFAULT_PREFETCH
-    step_s = report.config.step_ms / 1000
-    ordered, unordered = in_order_wait(times, batches, prefetch, step_s)
-    if ordered > wall > 0:
-        # The model's in-order epoch is longer than the epochs measured: both its
-        # estimates shrink to them, so what it saves comes out of what was measured.
-        unordered *= wall / ordered
-        ordered = wall
-    saving = ordered - unordered
-    if wall <= 0 or saving < max(STRAGGLER_MIN_SHARE * wall, STRAGGLER_MIN_S):
-        return []
-    workers = [w for t in trials for w in _train(t.workers)]
-    pid = next(w.pid for w in workers if w.worker_id == slow_id)
-    waited = {
-        str(k): round(statistics.median(_cpu_wait_share(w) for w in workers if w.worker_id == k), 3)
-        for k in times
-    }
-    return [
-        Finding(
-            id="straggler",
-            severity="warning",
-            title=f"worker {slow_id}'s batches take {ratio:.1f}× the other workers' "
-            f"({times[slow_id] * 1e3:.1f} ms vs {others * 1e3:.1f} ms, less waits for a "
-            f"CPU): in-order delivery waits for it, an estimated {saving:.2f} s of each "
-            f"{wall:.2f} s epoch",
-            evidence={
-                "worker_id": slow_id,
-                "pid": pid,
-                # Each less the share of its life it waited for a CPU (`cpu_wait_share`).
-                "median_batch_s_by_worker": {str(k): round(v, 6) for k, v in times.items()},
-                "cpu_wait_share_by_worker": waited,
-                # The pools it was the slowest in: every pool that timed its workers.
-                "pools": len(pools),
-                "batch_time_ratio": round(ratio, 2),
-                "batches_per_epoch": batches,
-                "estimated_in_order_s": round(ordered, 4),
-                "estimated_out_of_order_s": round(unordered, 4),
-                "estimated_saving_s_per_epoch": round(saving, 4),
-                "median_epoch_s": round(wall, 4),
-            },
-            fix="let other workers' batches overtake it: DataLoader(..., in_order=False) "
-            "(torch ≥ 2.6; measure it with --no-in-order; the batch order then varies from "
-            "run to run), or find what makes that worker's items slow (a slow shard, a "
-            "cold cache, an item much larger than the rest)",
-        )
-    ]
 
 
 # What keeps a worker alive past its loader's shutdown, and how to let it go.
@@ -339,7 +187,11 @@ def check_threads(report: Report) -> list[Finding]:
     arms = []
     for arm in report.arms.values():
         workers = [
-            w for t in arm.trials if t.epochs for w in _train(t.workers) if w.cpu_demand is not None
+            w
+            for t in arm.trials
+            if t.epochs
+            for w in train_workers(t.workers)
+            if w.cpu_demand is not None
         ]
         if workers:
             arms.append((arm.name, workers, own_demand(workers, n, others)))
@@ -465,8 +317,8 @@ def _cold_waits(trials: Sequence[TrialResult]) -> list[float]:
 
 
 def check_large_pickle(report: Report) -> list[Finding]:
-    trials = _timed(report)
-    workers = [w for t in trials for w in _train(t.workers) if w.pickled_bytes is not None]
+    trials = timed_trials(report)
+    workers = [w for t in trials for w in train_workers(t.workers) if w.pickled_bytes is not None]
     waits = _cold_waits(trials)
     if not workers or not waits:
         return []
@@ -521,13 +373,13 @@ def check_serial_startup(report: Report) -> list[Finding]:
     writes each worker's pickle into its pipe, and a pickle larger than the pipe
     holds waits until that worker has started and reads it (PyTorch #139792)."""
     staggers: list[tuple[float, float, int]] = []
-    for t in _timed(report):
+    for t in timed_trials(report):
         for e in t.epochs:
             new = set(e.new_worker_pids)
             # Spawned workers only: what the fix speaks of (a pickle through a pipe).
             starts = [
                 w.started_s
-                for w in _train(t.workers)
+                for w in train_workers(t.workers)
                 if w.pid in new and w.started_s is not None and w.pickled_bytes is not None
             ]
             if len(starts) >= 2 and e.first_batch_s:

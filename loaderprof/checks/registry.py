@@ -28,11 +28,11 @@ from loaderprof.checks.loader import (
     check_large_pickle,
     check_serial_startup,
     check_shutdown,
-    check_straggler,
     check_threads,
 )
 from loaderprof.checks.memory import check_copy_on_read, check_handles, check_memory_growth
 from loaderprof.checks.state import check_state
+from loaderprof.checks.straggler import check_straggler
 from loaderprof.model.results import Finding, Report
 
 CHECKS: tuple[Callable[[Report], list[Finding]], ...] = (

@@ -55,13 +55,28 @@ def building_trainer() -> TrainerBuild | None:
     built_for: str | None = None
     frame = sys._getframe(1)
     while frame is not None:
-        if _TRANSFORMERS in frame.f_code.co_filename:
+        filename = frame.f_code.co_filename
+        if _TRANSFORMERS in filename:
             owner = frame.f_locals.get("self")
             if trainer is None and owner is not None and _is_trainer(type(owner)):
                 trainer = owner
             built_for = built_for or _BUILT_FOR.get(frame.f_code.co_name)
+        elif not _passed_through(filename):
+            break  # the user's own code: what calls it is not building this loader
         frame = frame.f_back  # type: ignore[assignment]
     return None if trainer is None else TrainerBuild(trainer, built_for)
+
+
+# Code between the DataLoader and whoever builds it: torch, loaderprof's hook,
+# accelerate's rebuild, Python's own library.
+_THROUGH = tuple(f"{os.sep}{name}{os.sep}" for name in ("torch", "loaderprof", "accelerate"))
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def _passed_through(filename: str) -> bool:
+    if any(part in filename for part in _THROUGH):
+        return True
+    return filename.startswith(_STDLIB) and "-packages" not in filename
 
 
 def trainer_follows(trainer: Any, persistent: bool) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from loaderprof.inside import events
-from loaderprof.inside.clock import NS, process_start_ns
+from loaderprof.inside import events, schedstat
+from loaderprof.inside.clock import process_start_ns
 from loaderprof.inside.events import Ev
 from loaderprof.inside.seed import pool_seed
 
@@ -27,6 +27,9 @@ _state_epoch: int | None = None
 # When the batch being built began fetching (IndexProbe; an IterableDataset's:
 # `_time_iterable_fetches`), taken by CollateProbe: a batch span is fetch + collate.
 _fetch_started: int | None = None
+# This thread's run-queue wait (ns) as that fetch began: the batch's own wait for a CPU,
+# another process's load, is what the straggler check leaves out of its span.
+_fetch_waited: int | None = None
 # See NOTE [start-up breakdown]. When this worker began and finished unpickling its
 # Dataset (spawn/forkserver: fork copies it instead), stamped by the probes' reducers.
 _unpickle_start: int | None = None
@@ -149,8 +152,8 @@ class WorkerInitProbe:
     def __call__(self, worker_id: int) -> None:
         global _worker_id, _thread_cpu_base, _thread_demand_base, _init_ns
         _worker_id = worker_id
-        _thread_cpu_base = _thread_cpu()
-        _thread_demand_base = _thread_demand()
+        _thread_cpu_base = schedstat.thread_cpu()
+        _thread_demand_base = schedstat.thread_demand()
         _init_ns = time_ns()
         _stop_timing_imports()
         _time_iterable_fetches()
@@ -307,9 +310,12 @@ class CollateProbe:
     def __call__(self, data: Any) -> Any:
         import time
 
-        global _fetch_started
+        global _fetch_started, _fetch_waited
         start = time.monotonic_ns()
         fetch, _fetch_started = _fetch_started, None
+        # A batch without a fetch stamp spans its collate alone: its wait counts from now.
+        waited = _fetch_waited if fetch is not None else schedstat.run_queue_ns()
+        _fetch_waited = None
         if self.epoch_counter is not None:
             from torch.utils.data import get_worker_info
 
@@ -326,6 +332,9 @@ class CollateProbe:
         }
         if fetch is not None:
             fields["fetch"] = fetch
+        now_waited = schedstat.run_queue_ns()
+        if waited is not None and now_waited is not None:
+            fields["waited"] = now_waited - waited
         if self.digests:
             samples = data if self.auto_collation else [data]
             fields["d"] = [sample_digest(s) for s in samples]
@@ -335,65 +344,6 @@ class CollateProbe:
         if _worker_id is not None and _batches_built & (_batches_built - 1) == 0:
             report_threads(self.events_path)
         return out
-
-
-def _task_ids(pid: int) -> list[str]:
-    """This process's threads, as /proc names them (none if it cannot be read)."""
-    try:
-        return os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-
-
-def _thread_cpu() -> dict[int, int]:
-    """CPU ticks (user + system) each thread of this process has used."""
-    pid = os.getpid()
-    out: dict[int, int] = {}
-    for tid in _task_ids(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                # After the command (which may hold spaces), utime and stime are the
-                # 12th and 13th fields.
-                rest = f.read().rsplit(b")", 1)[1].split()
-            out[int(tid)] = int(rest[11]) + int(rest[12])
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
-
-
-def _thread_demand() -> dict[int, tuple[int, int, int]]:
-    """Each thread of this process: nanoseconds run, nanoseconds waited in the run
-    queue, and times scheduled (/proc/.../schedstat). Where the kernel keeps no
-    schedstat, the CPU it used alone (no wait: a lower bound)."""
-    pid = os.getpid()
-    out: dict[int, tuple[int, int, int]] = {}
-    for tid in _task_ids(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                run_ns, wait_ns, slices = f.read().split()[:3]
-            out[int(tid)] = (int(run_ns), int(wait_ns), int(slices))
-        except (OSError, ValueError):
-            continue
-    if not out:
-        tick_ns = NS // os.sysconf("SC_CLK_TCK")
-        return {tid: (ticks * tick_ns, 0, 0) for tid, ticks in _thread_cpu().items()}
-    return out
-
-
-# A thread that ran this long per time it was scheduled is computing (the scheduler
-# takes the core from it, and its run-queue wait is demand it could not meet); one
-# that runs a few µs per wake-up (a polling loop) waits for a core only because it
-# woke, and wants what it ran.
-_CPU_BOUND_SLICE_NS = 250_000
-
-
-def _wanted(now: tuple[int, int, int], base: tuple[int, int, int]) -> tuple[int, int]:
-    """What a thread wanted: the nanoseconds it ran, and those it waited in the run
-    queue that count as demand."""
-    run, wait, slices = (max(0, a - b) for a, b in zip(now, base, strict=True))
-    if slices and run / slices >= _CPU_BOUND_SLICE_NS:
-        return run, wait
-    return run, 0
 
 
 def _origin(tid: int, python: dict[int, Any]) -> str:
@@ -431,7 +381,7 @@ def report_threads(events_path: str) -> None:
         if (getattr(getattr(t, "_target", None), "__module__", None) or "").startswith(_PLUMBING)
     }
     pid = os.getpid()
-    cpu = _thread_cpu()
+    cpu = schedstat.thread_cpu()
     if not cpu:
         return
     busy = [
@@ -472,10 +422,10 @@ def _demand(pid: int, plumbing: set[int]) -> dict[str, float]:
         return {}
     # [run, wait] of the main thread, then of the others.
     main, other = [0, 0], [0, 0]
-    for tid, now in _thread_demand().items():
+    for tid, now in schedstat.thread_demand().items():
         if tid in plumbing:
             continue
-        run, wait = _wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
+        run, wait = schedstat.wanted(now, _thread_demand_base.get(tid, (0, 0, 0)))
         into = main if tid == pid else other
         into[0] += run
         into[1] += wait
@@ -518,11 +468,12 @@ def _time_iterable_fetches() -> None:
 
 
 def _mark_fetch() -> None:
-    global _fetch_started
+    global _fetch_started, _fetch_waited
     if _fetch_started is None:
         import time
 
         _fetch_started = time.monotonic_ns()
+        _fetch_waited = schedstat.run_queue_ns()
 
 
 class IndexProbe:

@@ -376,6 +376,7 @@ def _worker_detail(
     imports = init.get("unpickle_import_ns")
     return {
         "median_batch_s": _median_span(bevs),
+        "median_own_batch_s": _median_span(bevs, own=True),
         "peak_threads": max((int(t["threads"]) for t in threads), default=None),
         "compute_threads": max((int(t["compute"]) for t in threads), default=None),
         "torch_threads": int(threads[-1]["torch_threads"]) if threads else None,
@@ -391,9 +392,16 @@ def _worker_detail(
     }
 
 
-def _median_span(batch_events: Sequence[Mapping[str, Any]]) -> float | None:
-    spans = [(b["t"] - (b.get("fetch") or b["start"])) / NS for b in batch_events]
-    return round(statistics.median(spans), 6) if spans else None
+def _median_span(batch_events: Sequence[Mapping[str, Any]], own: bool = False) -> float | None:
+    """The median batch: its first fetch to the end of its collate; `own`: less the
+    worker's wait for a CPU meanwhile (None where no batch measured it)."""
+    if own:
+        batch_events = [b for b in batch_events if b.get("waited") is not None]
+    spans = [
+        (b["t"] - (b.get("fetch") or b["start"]) - (int(b["waited"]) if own else 0)) / NS
+        for b in batch_events
+    ]
+    return round(max(0.0, statistics.median(spans)), 6) if spans else None
 
 
 def _dataset_states(by_kind: ByKind) -> tuple[DatasetState, ...]:

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loaderprof.inside.clock import NS
 from loaderprof.inside.events import Ev
 from loaderprof.measure.sampler import Sample
 from loaderprof.model.trials import DatasetState
@@ -41,26 +42,60 @@ def read_at(sample: Sample) -> int:
     return sample.read_ns or sample.t_ns
 
 
+# Exits this close to a pool's last are its shutdown: torch stops a pool's workers
+# together (ms apart); a worker that ran out of its stream earlier (an IterableDataset
+# shard) is no shutdown of the others.
+SHUTDOWN_SPAN_NS = 2 * NS
+
+
 def pool_whole_until(
     inits: Iterable[Mapping[str, Any]], exits: Mapping[int, int], gone: Mapping[int, int]
 ) -> dict[int, int]:
-    """Per worker (by its `worker_init` event), when the first worker of its pool (its
-    loader's workers with one iterator's base seed) began to exit, by its own
-    `worker_exit` or, killed, its disappearance: its memory counts until then, where
-    the pool's shutdown begins. USS is the pages a process alone maps, so a sibling's
-    exit can hand the survivor pages the two shared (a library both workers touched
-    and the main process did not): under spawn a non-persistent pool's last worker
-    read 475-499 MiB where both had read 370 MiB, 124 MiB a worker that the persistent
-    pool never held. One rule for compare and watch."""
-    pools: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for ev in inits:
-        pid, pool = int(ev["pid"]), ev.get("pool")
-        pools[(ev.get("loader"), pool) if pool is not None else ("pid", pid)].append(pid)
+    """Per worker (by its `worker_init` event), until when its memory counts: its own
+    exit (`worker_exit`, or killed, its disappearance) and its pool's shutdown, the first
+    exit of the pool's last group (its loader's workers of one iterator, by base seed and
+    lifetime). USS is the pages a process alone maps, so a sibling's exit can hand the
+    survivor pages the two shared (a library both workers touched and the main process
+    did not): under spawn a non-persistent pool's last worker read 475-499 MiB where
+    both had read 370 MiB, 124 MiB a worker that the persistent pool never held. One
+    rule for compare and watch."""
+    never = 2**63 - 1
     until: dict[int, int] = {}
-    for members in pools.values():
-        ends = [t for t in (exits.get(p, gone.get(p)) for p in members) if t is not None]
-        until.update(dict.fromkeys(members, min(ends, default=2**63 - 1)))
+    for members in _pools(inits, exits, gone):
+        ends = [exits.get(p, gone.get(p)) for p in members]
+        shutdown = never
+        if ends and all(t is not None for t in ends):
+            last = max(t for t in ends if t is not None)
+            shutdown = min(t for t in ends if t is not None and t >= last - SHUTDOWN_SPAN_NS)
+        for pid, end in zip(members, ends, strict=True):
+            until[pid] = min(shutdown, never if end is None else end)
     return until
+
+
+def _pools(
+    inits: Iterable[Mapping[str, Any]], exits: Mapping[int, int], gone: Mapping[int, int]
+) -> list[list[int]]:
+    """The workers of each pool: one loader's, one iterator's base seed, and begun before
+    any of them exited (a script that seeds the same value before every pass gives every
+    pool one seed); a worker without a seed is a pool of its own."""
+    by_seed: dict[tuple[Any, ...], list[Mapping[str, Any]]] = defaultdict(list)
+    for ev in inits:
+        seed = ev.get("pool")
+        by_seed[(ev.get("loader"), seed) if seed is not None else ("pid", ev["pid"])].append(ev)
+    pools: list[list[int]] = []
+    for evs in by_seed.values():
+        current: list[int] = []
+        first_end: int | None = None
+        for ev in sorted(evs, key=lambda e: e["t"]):
+            if current and first_end is not None and ev["t"] > first_end:
+                pools.append(current)
+                current, first_end = [], None
+            current.append(int(ev["pid"]))
+            end = exits.get(int(ev["pid"]), gone.get(int(ev["pid"])))
+            if end is not None:
+                first_end = end if first_end is None else min(first_end, end)
+        pools.append(current)
+    return pools
 
 
 def peak_worker_processes(samples: Iterable[Sample], worker_pids: Collection[int]) -> int | None:

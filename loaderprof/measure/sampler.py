@@ -97,6 +97,8 @@ class _Walk:
         self.members = frozenset(pids)
         self.pending = set(pids)
         self.read: dict[int, Sample] = {}
+        # Begun at a watched pause's start: never restarted (see `pause_began`).
+        self.pause_start = False
 
 
 class TreeSampler(threading.Thread):
@@ -386,32 +388,43 @@ class _Walker(threading.Thread):
         if self._walk is None:
             if not owner.latest or not self._due():
                 return
-            self.requested.clear()
-            self.restart.clear()
-            self._last_walk_began = time.monotonic()
-            self._walk = _Walk(
-                owner.next_id(),
-                time.monotonic_ns(),
-                set(owner.latest) - self.unreadable,
-                owner.between,
-            )
-        walk = self._walk
-        while not owner.stopping:
+            self._begin()
+        while not owner.stopping and self._walk is not None:
+            walk = self._walk
             # A walk that began inside the epoch that just ended gives way at once to
             # one of the pause (see NOTE [sampled pauses]; the trial waits for it).
             if owner.still(time.monotonic()) or (owner.between and not walk.between):
                 self._finish(complete=False)
                 return
-            if self.restart.is_set():
-                # Its readings before the pause keep each process's own peaks.
+            # Only a walk that may have begun in a pass gives way: one begun at a
+            # pause's start runs to its end (a pass that ends meanwhile makes the next
+            # walk one too), so that passes ending faster than a walk lasts still leave
+            # whole walks. The readings of the one given up keep each process's peaks.
+            if self.restart.is_set() and not walk.pause_start:
                 self._finish(complete=False)
-                self._walk_while_due()
-                return
+                self._begin()
+                continue
             pid = self._next(walk)
             if pid is None:
                 self._finish(complete=True)
                 return
             self._read(walk, pid)
+
+    def _begin(self) -> None:
+        """A walk over every process the ticker last saw; one begun at a watched pause's
+        start (`pause_began` since the last walk began) is marked so."""
+        owner = self.owner
+        in_pause = self.restart.is_set()
+        self.requested.clear()
+        self.restart.clear()
+        self._last_walk_began = time.monotonic()
+        self._walk = _Walk(
+            owner.next_id(),
+            time.monotonic_ns(),
+            set(owner.latest) - self.unreadable,
+            owner.between,
+        )
+        self._walk.pause_start = in_pause
 
     def _next(self, walk: _Walk) -> int | None:
         with self._lock:

@@ -100,6 +100,10 @@ class WorkerResult:
     # Median time to produce one batch: its first __getitem__ to the end of collate
     # (the straggler check compares workers by it).
     median_batch_s: float | None = None
+    # The same less the worker's wait for a CPU in each batch (its main thread's run-queue
+    # wait: another process's load), which the straggler check compares. None in reports
+    # written before it was measured, or without schedstat.
+    median_own_batch_s: float | None = None
     # See NOTE [worker threads]. The most OS threads seen in the worker, the most of them
     # computing (main + busy non-plumbing threads), and torch.get_num_threads() there.
     peak_threads: int | None = None

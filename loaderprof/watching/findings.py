@@ -88,6 +88,11 @@ def _rebuild_fix(ld: WatchedLoader) -> str:
             f"set {ld.setting}=True: the framework then builds its {ld.built_for} loader "
             "once and keeps it, and its workers, from one pass to the next"
         )
+    if ld.setting is not None:
+        return (
+            "the framework builds this loader anew for each call that needs it: make "
+            "fewer such calls, or build one DataLoader yourself and pass it in"
+        )
     return (
         "build the DataLoader once, before the epoch loop, and iterate it each "
         "epoch (with persistent_workers=True its workers then start once)"
@@ -131,7 +136,7 @@ def check_candidates(
         if not waits or not walls:
             continue
         wait, wall = statistics.median(waits), statistics.median(walls)
-        median_epoch = ld.wait is not None and ld.wait_epochs == "steady" and len(waits) > 1
+        median_epoch = ld.wait is not None and ld.wait_epochs == "steady"
         if median_epoch and ld.wait is not None:
             # The data-wait line's own epoch, the median one by wall as it ran (see NOTE
             # [data wait]): one figure for one saving on one screen, where the median
@@ -141,10 +146,10 @@ def check_candidates(
         if share < CANDIDATE_SHARE:
             continue
         which = (
-            f"its median epoch after the first (of {len(waits)}) waited {wait:.2f} s"
-            if median_epoch
-            else f"its epoch after the first waited {wait:.2f} s"
+            f"its epoch after the first waited {wait:.2f} s"
             if len(waits) == 1
+            else f"its median epoch after the first (of {len(waits)}) waited {wait:.2f} s"
+            if median_epoch
             else f"its {len(waits)} epochs after the first waited a median {wait:.2f} s"
         )
         startup = ld.worker_startup_s.median if ld.worker_startup_s else None

@@ -53,6 +53,9 @@ def test_a_slow_worker_is_named_with_what_in_order_delivery_costs(tmp_path: Path
     assert "in_order=False" in finding["fix"]
     workers = [w for a in report["arms"].values() for t in a["trials"] for w in t["workers"]]
     assert all(w["median_batch_s"] is not None for w in workers)
+    # Its own time, less its waits for a CPU: a sleep is the worker's own wait.
+    for w in workers:
+        assert 0 <= w["median_own_batch_s"] <= w["median_batch_s"]
 
 
 def test_no_in_order_is_passed_to_the_loader(tmp_path: Path) -> None:

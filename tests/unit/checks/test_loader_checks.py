@@ -11,11 +11,10 @@ from loaderprof.checks.loader import (
     check_large_pickle,
     check_serial_startup,
     check_shutdown,
-    check_straggler,
     check_threads,
-    in_order_wait,
     startup_breakdown,
 )
+from loaderprof.checks.straggler import check_straggler, in_order_wait
 from loaderprof.comparing.session import build_report
 from loaderprof.config.run import LoaderOptions, RunConfig
 from loaderprof.errors import UsageError
@@ -271,8 +270,13 @@ def _timed_pools(
             index=i,
             role=role,
             workers=(
-                dataclasses.replace(w0, median_batch_s=d0, batches=20, cpu_wait=waited[0]),
-                dataclasses.replace(w1, median_batch_s=d1, batches=20, cpu_wait=waited[1]),
+                # Each ran or waited to run all along (CPU-bound).
+                dataclasses.replace(
+                    w0, median_batch_s=d0, batches=20, cpu_demand=1.0, cpu_wait=waited[0]
+                ),
+                dataclasses.replace(
+                    w1, median_batch_s=d1, batches=20, cpu_demand=1.0, cpu_wait=waited[1]
+                ),
             ),
             epochs=tuple(dataclasses.replace(e, batches=40, wall_s=1.0) for e in trial.epochs),
         )
@@ -296,7 +300,7 @@ def test_a_straggler_is_judged_on_timed_trials_within_the_epochs_measured() -> N
 
 def test_a_worker_slow_in_one_pool_and_fast_in_the_next_is_no_straggler() -> None:
     """Another process's load slows one worker in one pool and the other in the next:
-    the medians over pools still differ 1.6×, but no worker is the slow one."""
+    the medians over pools still differ 15×, but no worker is the slow one."""
     swinging = _timed_pools("timing", [(0.01, 0.2), (0.16, 0.012), (0.01, 0.15)])
     assert check_straggler(swinging) == []
     # One pool alone cannot tell a straggler from a busy machine.
@@ -305,9 +309,25 @@ def test_a_worker_slow_in_one_pool_and_fast_in_the_next_is_no_straggler() -> Non
 
 def test_a_worker_slow_only_by_its_wait_for_a_cpu_is_no_straggler() -> None:
     """Worker 1's batches take 2.4× worker 0's, in every pool, but it waited for a CPU
-    70 % of its life (another process's load): its own time is 0.72× worker 0's."""
+    70 % of the time it could run (another process's load): its own time is 0.72×
+    worker 0's."""
     busy = _timed_pools("timing", [(0.05, 0.12), (0.05, 0.12)], waited=(0.0, 0.7))
     assert check_straggler(busy) == []
+    # Measured in each batch (its waits fell elsewhere in its life), the worker's own
+    # time is taken as it is, the share unused: 0.12 s of its own, a straggler.
+    arm = busy.arms["persistent"]
+    own = tuple(
+        dataclasses.replace(
+            t,
+            workers=tuple(
+                dataclasses.replace(w, median_own_batch_s=w.median_batch_s) for w in t.workers
+            ),
+        )
+        for t in arm.trials
+    )
+    measured = {**busy.arms, "persistent": dataclasses.replace(arm, trials=own)}
+    (f,) = check_straggler(dataclasses.replace(busy, arms=measured))
+    assert f.evidence["median_batch_s_by_worker"] == {"0": 0.05, "1": 0.12}
     # The same batch times with no such wait: a straggler, its waits in the evidence.
     (f,) = check_straggler(_timed_pools("timing", [(0.05, 0.12), (0.05, 0.12)]))
     assert f.evidence["cpu_wait_share_by_worker"] == {"0": 0.0, "1": 0.0}

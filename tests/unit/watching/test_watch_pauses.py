@@ -65,3 +65,27 @@ def test_a_walk_begun_in_the_pass_gives_way_to_one_of_the_pause(
     assert {s.pid for s in whole} == set(sampler.latest)
     assert min(s.t_ns for s in whole) > began_in_pass
     assert not walker.restart.is_set()
+
+
+def test_passes_ending_faster_than_a_walk_still_leave_whole_walks(
+    child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass ends during every read (a helper loader iterated every step): the walk
+    begun at a pause's start is not restarted again, so it ends whole (restarting every
+    walk left none, and recursed until the walker thread died)."""
+    sampler = TreeSampler(os.getpid(), 1.0, 1.0)
+    sampler.epoch_started()
+    sampler._tick(time.monotonic())
+    walker = sampler.walker
+    read = walker._read
+
+    def read_then_a_pass_ends(walk: _Walk, pid: int) -> None:
+        read(walk, pid)
+        sampler.pause_began()
+
+    monkeypatch.setattr(walker, "_read", read_then_a_pass_ends)
+    walker._walk = _Walk(sampler.next_id(), time.monotonic_ns(), set(sampler.latest), False)
+    for _ in range(3):
+        walker._walk_while_due()
+    assert sampler.error is None
+    assert sampler.targeted_ticks == 1 and sampler.deep_ticks >= 2

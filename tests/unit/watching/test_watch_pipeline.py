@@ -378,14 +378,21 @@ def test_a_workers_memory_counts_while_its_pool_is_whole() -> None:
     ]
     late = int(1.95 * S)
     samples.append(Sample(2, late, 202, 100, 220 * mib, 160 * mib, 170 * mib, read_ns=late))
-    ends = {201: int(1.91 * S)}
+    ends = {201: int(1.91 * S), 202: int(2.0 * S)}
     inits = [e for e in evs if e["ev"] == "worker_init"]
     assert pool_whole_until(inits, ends, {}) == {201: ends[201], 202: ends[201]}
     (ld,) = loaders(by_kind(evs), samples, {}, 0, int(3 * S))
     assert [w.peak_uss_bytes for w in ld.workers] == [100 * mib, 100 * mib]
-    # A worker of another pool (another base seed) is not cut by this pool's exits.
+    # A worker of another pool (another base seed) is not cut by this pool's exits...
     other = {**inits[0], "pid": 301, "pool": 9}
     assert pool_whole_until([*inits, other], ends, {})[301] > late
+    # ...nor one of a later pool with the same seed (a script seeding before each pass).
+    again = {**inits[0], "pid": 401, "t": int(2.5 * S)}
+    assert pool_whole_until([*inits, again], {**ends, 401: int(4 * S)}, {})[401] == 4 * S
+    # A worker whose stream ran out early (an IterableDataset shard) is no shutdown: its
+    # sibling's memory counts until the pool's own, 3 s later.
+    early = {201: int(0.5 * S), 202: int(3.5 * S)}
+    assert pool_whole_until(inits, early, {}) == early
 
 
 def test_the_candidate_and_the_data_wait_line_give_one_saving() -> None:
