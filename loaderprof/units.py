@@ -53,7 +53,12 @@ def fmt_bytes(n: float | None, *, signed: bool = False) -> str:
         return "–"
     value = abs(float(n))
     name, size = byte_unit(value)
-    return f"{_sign(n, signed)}{value / size:.{0 if size == 1 else 1}f} {name}"
+    digits = 0 if size == 1 else 1
+    if round(value / size, digits) >= 1024 and size < BYTE_UNITS[-1][1]:
+        # 1023.97 KiB would print as "1024.0 KiB": it reads as the next unit's 1.0.
+        name, size = byte_unit(size * 1024)
+        digits = 1
+    return f"{_sign(n, signed)}{value / size:.{digits}f} {name}"
 
 
 def fmt_seconds(s: float | None, *, signed: bool = False) -> str:

@@ -27,6 +27,10 @@ def test_formatting() -> None:
     assert fmt_bytes(1536) == "1.5 KiB"
     assert fmt_bytes(-2 * 1024**2, signed=True) == "−2.0 MiB"
     assert fmt_bytes(None) == "–"
+    # A value that rounds up to the next unit is shown in it.
+    assert fmt_bytes(1023.7) == "1.0 KiB"
+    assert fmt_bytes(1024**2 - 10) == "1.0 MiB"
+    assert fmt_bytes(-(1024**3 - 1), signed=True) == "−1.0 GiB"
     assert fmt_seconds(0.2) == "200.0 ms"
     assert fmt_seconds(2.5) == "2.50 s"
     assert fmt_seconds(0.00005) == "50 µs"
