@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from loaderprof.analysis.summary import summarize_arm
+from loaderprof.analysis.summary import noise_warnings, summarize_arm
 from loaderprof.comparing.scheduler import Scheduled, ScheduleOutcome, run_trials
 from loaderprof.config.run import MP_CONTEXTS, RunConfig
 from loaderprof.errors import UsageError
 from loaderprof.inside.events import Ev
+from loaderprof.measure import contention
+from loaderprof.measure.contention import busy_warning
 from loaderprof.measure.runner import TrialRunner, TrialSlot
 from loaderprof.model.environment import SCHEMA_VERSION, created_now, environment, tool
 from loaderprof.model.results import (
@@ -282,9 +284,18 @@ def run_sweep(
         if on_progress:
             on_progress(len(started) - 1, total, by_label[spec.arm], ev)
 
-    start = time.monotonic()
+    start, cpu = time.monotonic(), contention.mark()
     outcome = run_trials(_schedule(cfg, points), runner=runner, on_progress=forward)
-    return _sweep_report(cfg, grid, points, skipped, outcome, imported, time.monotonic() - start)
+    return _sweep_report(
+        cfg,
+        grid,
+        points,
+        skipped,
+        outcome,
+        imported,
+        time.monotonic() - start,
+        other_cores=contention.other_cores(cpu, contention.mark()),
+    )
 
 
 def _sweep_report(
@@ -295,6 +306,8 @@ def _sweep_report(
     outcome: ScheduleOutcome,
     imported: Mapping[str, Any],
     wall_s: float,
+    *,
+    other_cores: float | None = None,
 ) -> SweepReport:
     errors = {
         t.arm: t.error.message for t in outcome.trials if not t.complete and t.error is not None
@@ -317,6 +330,8 @@ def _sweep_report(
     summarized.sort(key=lambda p: (_steady(p) is None, _steady(p) or 0.0))
     env = environment(imported)
     budget = cfg.memory_budget_bytes or default_budget(env)
+    # The ranking is of timings too: a busy runner's is as noisy as compare's.
+    busy = busy_warning(env, other_cores)
     return SweepReport(
         schema_version=SCHEMA_VERSION,
         kind="sweep",
@@ -327,7 +342,9 @@ def _sweep_report(
         skipped=tuple(skipped),
         recommendation=recommend(summarized, budget),
         complete=outcome.interrupted is None and not errors,
-        warnings=tuple(f"{p.label}: {p.error}" for p in summarized if p.error),
+        warnings=tuple(f"{p.label}: {p.error}" for p in summarized if p.error)
+        + tuple(w for p in summarized for w in noise_warnings(p.label, p.summary))
+        + ((busy,) if busy else ()),
         created=created_now(),
         wall_s=wall_s,
     )

@@ -119,6 +119,30 @@ def test_sweep_runs_each_point_and_finds_the_frontier() -> None:
     assert any(p.frontier for p in report.points)
 
 
+def test_sweep_warns_of_noisy_points_and_a_busy_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import loaderprof.comparing.sweep as sweep_mod
+
+    cfg = RunConfig(dataset=DATASET, trials=2, epochs=4)
+    grid = SweepGrid.from_options({"num_workers": [2], "persistent": [True, False]})
+    quiet = run_sweep(cfg, grid, runner=FakeRunner(jitter=0.0))
+    assert not any("noisy" in w or "busy" in w for w in quiet.warnings)
+    # What a runner whose other tenants took both cores reads: the machine cannot be
+    # made busy for a unit test without making it slow.
+    env = sweep_mod.environment({})
+    busy_env = env | {"cpus_usable": 2, "cpu_count": 2}
+    monkeypatch.setattr(sweep_mod, "environment", lambda imported: busy_env)
+    monkeypatch.setattr(sweep_mod.contention, "other_cores", lambda start, end: 1.6)
+    noisy = run_sweep(cfg, grid, runner=FakeRunner(jitter=0.5))
+    assert any(
+        w.startswith("the machine was busy: other processes kept 1.6 of 2 cores")
+        for w in noisy.warnings
+    )
+    assert any(
+        w.startswith("workers=2 non-persistent: steady epoch times are noisy")
+        for w in noisy.warnings
+    )
+
+
 def test_sweep_skips_only_the_failed_point() -> None:
     cfg = RunConfig(dataset=DATASET, trials=2, epochs=3)
     grid = SweepGrid.from_options({"num_workers": [2], "persistent": [True, False]})
