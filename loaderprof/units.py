@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 # The one definition of the binary mebibyte, for thresholds written in MiB.
 MiB = 1024 * 1024
@@ -72,6 +73,20 @@ def fmt_seconds(s: float | None, *, signed: bool = False) -> str:
 def fmt_ratio(v: float) -> str:
     """A ratio with two significant digits where two decimals would show 0.00."""
     return f"{v:.2f}" if abs(v) >= 0.1 else f"{v:#.2g}"
+
+
+def fmt_bounds(
+    low: float,
+    high: float,
+    fmt: Callable[[float], str],
+    fmt_half: Callable[[float], str] = lambda v: f"{v:.2g}",
+) -> str:
+    """An interval as "[low–high]"; as "[±half-width]" where it is narrower than the
+    digits `fmt` prints (ends that read alike would look like no interval at all)."""
+    shown_low, shown_high = fmt(low), fmt(high)
+    if shown_low != shown_high:
+        return f"[{shown_low}–{shown_high}]"
+    return f"[±{fmt_half((high - low) / 2)}]"
 
 
 def fmt_change(ratio: float) -> str:

@@ -26,6 +26,7 @@ from loaderprof.analysis.summary import (
     cold_groups,
     first_batch_groups,
     memory_groups,
+    reading_resolution,
     spread_groups,
     steady_groups,
 )
@@ -66,7 +67,7 @@ def compare(
         return None if a is None or b is None else int(a.median - b.median)
 
     def est(
-        groups: Callable[[Sequence[TrialResult]], Groups], shift: int, metric: str = ""
+        groups: Callable[[Sequence[TrialResult]], Groups], shift: int, metric: str
     ) -> Estimate | None:
         conf = confidence if shift == 0 else CONFIDENCE
         return estimate_ratio(
@@ -76,11 +77,12 @@ def compare(
             confidence=conf,
             extra_a=spread_groups(persistent, metric),
             extra_b=spread_groups(non_persistent, metric),
+            resolution=reading_resolution(metric),
         )
 
     steady = est(steady_groups, 0, "steady")
     cold, first = est(cold_groups, 1, "cold"), est(first_batch_groups, 2, "first_batch")
-    pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3)
+    pss = est(lambda ts: memory_groups(ts, "peak_total_pss_bytes"), 3, "peak_total_pss")
     # The first epoch starts workers in both settings: a difference there is taken off
     # the saving where the cold ratio shows persistence slower (an earned interval
     # wholly above 1), not where its interval says it may be noise; read once a side (no
@@ -188,7 +190,7 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)
     for arm_name, arm in report.arms.items():
         for metric, groups in arm_groups(arm.trials).items():
-            est = estimate_median(groups, seed=seed)
+            est = estimate_median(groups, seed=seed, resolution=reading_resolution(metric))
             if est is not None:
                 out[f"{arm_name}.{metric}"] = est
     if report.distributed is not None and report.distributed.nodes:
@@ -259,7 +261,7 @@ def _arm_estimates(new: Report, old: Report, seed: int) -> dict[str, tuple[Estim
         b = arm_groups(old.arms[arm_name].trials)
         for metric, groups in a.items():
             base = b.get(metric, [])
-            est = estimate_ratio(groups, base, seed=seed)
+            est = estimate_ratio(groups, base, seed=seed, resolution=reading_resolution(metric))
             if est is not None:
                 out[f"{arm_name}.{metric}"] = (
                     est,

@@ -33,12 +33,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from loaderprof.analysis.summary import MEMORY_METRICS
 from loaderprof.checks.catalogue import ATTACH_FINDING_IDS, FINDING_IDS, WATCH_FINDING_IDS
 from loaderprof.errors import UsageError
 from loaderprof.model.command import CommandReport
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
 from loaderprof.model.results import GateResult, GateStatus, Report
-from loaderprof.units import fmt_bytes, fmt_seconds, parse_size
+from loaderprof.units import fmt_bounds, fmt_bytes, fmt_seconds, parse_size
 
 RATIO_METRICS = (
     "steady_epoch_ratio",
@@ -49,14 +50,7 @@ RATIO_METRICS = (
 # Persistent against non-persistent, in seconds: non-persistent minus persistent.
 SAVING_METRICS = ("saved_s_per_epoch",)
 TIME_METRICS = ("steady_epoch_s", "cold_epoch_s", "first_batch_s", "worker_startup_s")
-BYTE_METRICS = (
-    "peak_worker_uss",
-    "peak_total_pss",
-    "idle_workers_uss",
-    "peak_main_pss",
-    "node_pss_total",
-    "node_idle_workers_uss",
-)
+BYTE_METRICS = (*MEMORY_METRICS, "node_pss_total", "node_idle_workers_uss")
 RATE_METRICS = ("steady_samples_per_s", "node_worker_processes")
 ARM_METRICS = TIME_METRICS + BYTE_METRICS + RATE_METRICS
 ARM_PREFIXES = ("persistent", "non_persistent")
@@ -298,7 +292,14 @@ def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earne
         return "(no CI)"
     if not informative_interval(value, low, high, earned):
         return "(too wide)"
-    return f"[{_fmt(kind, low, mode)}–{_fmt(kind, high, mode)}]"
+
+    def shown(v: float) -> str:
+        return _fmt(kind, v, mode)
+
+    # A half-width in the value's own unit; a ratio's or a count's in two digits.
+    if mode != "rel" and kind in ("bytes", "time"):
+        return fmt_bounds(low, high, shown, shown)
+    return fmt_bounds(low, high, shown)
 
 
 def _level(confidence: float, earned: bool) -> str:

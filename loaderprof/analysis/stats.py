@@ -131,7 +131,7 @@ class ArmSpread:
 
     var: float
     df: float
-    source: Literal["trials", "timing trials", "epochs in trials"]
+    source: Literal["trials", "timing trials", "epochs in trials", "reading resolution"]
 
 
 def _logs(values: Sequence[float]) -> np.ndarray:
@@ -215,6 +215,24 @@ def _spread(
     return spread
 
 
+# NOTE [reading resolution]: /proc counts memory in pages, so trial figures of a
+# deterministic footprint (a persistent worker's idle USS on the CUDA build, read the
+# same to the page in three memory trials) can agree exactly. That is no spread seen
+# at the step they are read in, not no spread at all: such figures get an interval as
+# though their spread were one whole step (wider than the step's own rounding error,
+# sqrt(1/12) of it), so a 22 MiB idle pool can fail a gate at 1 MiB, and a figure a
+# page off its limit stays inconclusive. Times are read in nanoseconds and never agree.
+def _resolved(
+    spread: ArmSpread | None, figures: Sequence[float], resolution: float
+) -> ArmSpread | None:
+    """`spread`, or one step of `resolution` (on the log scale) where the figures
+    agree exactly (NOTE [reading resolution])."""
+    if spread is None or spread.var > 0 or resolution <= 0:
+        return spread
+    step = resolution / float(np.median(figures))
+    return ArmSpread(step * step, spread.df, "reading resolution")
+
+
 def log_ratio_test(
     a: Sequence[float],
     b: Sequence[float],
@@ -258,17 +276,19 @@ def estimate_ratio(
     confidence: float = CONFIDENCE,
     extra_a: Sequence[Sequence[float]] = (),
     extra_b: Sequence[Sequence[float]] = (),
+    resolution: float = 0.0,
 ) -> Estimate | None:
     """a ÷ b from per-trial groups of values (NOTE [trial is the unit]); `extra_*`:
-    other trials of each arm that inform its spread only (NOTE [spread of an arm]).
-    `seed` is kept for callers; the estimate is deterministic."""
+    other trials of each arm that inform its spread only (NOTE [spread of an arm]);
+    `resolution`: the step the values are read in, where it is known (NOTE [reading
+    resolution]). `seed` is kept for callers; the estimate is deterministic."""
     del seed
     fa, fb = unit_figures(a), unit_figures(b)
     if not all(math.isfinite(v) for v in (*fa, *fb)):
         return None
     if len(fa) >= 2 and len(fb) >= 2 and min(fa) > 0 and min(fb) > 0:
-        sa = arm_spread(fa, unit_figures(extra_a), a, extra_a)
-        sb = arm_spread(fb, unit_figures(extra_b), b, extra_b)
+        sa = _resolved(arm_spread(fa, unit_figures(extra_a), a, extra_a), fa, resolution)
+        sb = _resolved(arm_spread(fb, unit_figures(extra_b), b, extra_b), fb, resolution)
         assert sa is not None and sb is not None
         r, p = log_ratio_test(fa, fb, sa, sb, confidence)
         df = welch_df(sa, sb, len(fa), len(fb)) if r.has_interval else None
@@ -289,19 +309,31 @@ def estimate_ratio(
 
 
 def estimate_median(
-    groups: Sequence[Sequence[float]], *, seed: int, confidence: float = CONFIDENCE
+    groups: Sequence[Sequence[float]],
+    *,
+    seed: int,
+    confidence: float = CONFIDENCE,
+    resolution: float = 0.0,
 ) -> MetricValue | None:
     """The median of all values with its interval and units: the interval's width
     comes from the spread of the trial figures (t on their logs, or on the values when
     some are not positive); from a bootstrap of the values when there is one trial;
-    none when there is one value (NOTE [earned intervals])."""
+    none when there is one value (NOTE [earned intervals]). `resolution`: the step
+    the values are read in, where it is known (NOTE [reading resolution])."""
     pooled = _pooled(groups)
     if not pooled:
         return None
     med = float(np.median(pooled))
     figures = unit_figures(groups)
+    units = figures if len(figures) >= 2 else pooled
+    if len(units) >= 2 and len(set(units)) == 1 and resolution > 0:
+        # The units agree exactly: see NOTE [reading resolution].
+        half = _t_quantile(confidence, len(units) - 1) * resolution / math.sqrt(len(units))
+        # Memory is never below zero.
+        low = max(0.0, med - half) if med >= 0 else med - half
+        return MetricValue(med, low, med + half, len(units))
     # Read once, or no spread at all: a value, not an interval (NOTE [earned intervals]).
-    if len(pooled) == 1 or len(set(figures if len(figures) >= 2 else pooled)) == 1:
+    if len(pooled) == 1 or len(set(units)) == 1:
         return MetricValue(med, med, med, len(figures) or 1, has_interval=False)
     if len(figures) < 2:
         est = bootstrap_median(pooled, seed, confidence)

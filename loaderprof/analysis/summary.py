@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from loaderprof.inside.procfs import PAGE
 from loaderprof.measure import readings
 from loaderprof.model.datawait import WaitSplit
 from loaderprof.model.results import ARM_LABEL, ArmSummary, Stat, TrialResult
@@ -209,6 +210,16 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
                 f"n={stat.n}); more --epochs or --trials would tighten the comparison"
             )
     return out
+
+
+# The per-arm memory metrics of `arm_groups`: read from /proc, in pages.
+MEMORY_METRICS = ("peak_worker_uss", "peak_total_pss", "idle_workers_uss", "peak_main_pss")
+
+
+def reading_resolution(metric: str) -> float:
+    """The step an `arm_groups` metric is read in, where it is coarse enough for trial
+    figures to agree exactly (NOTE [reading resolution]); 0 where it is not."""
+    return float(PAGE) if metric in MEMORY_METRICS else 0.0
 
 
 def arm_groups(trials: Sequence[TrialResult]) -> dict[str, Groups]:

@@ -14,7 +14,7 @@ from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
 from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
 from loaderprof.model.watch import WatchedLoader, whole_epochs
 from loaderprof.report.partial import plan_words, unmeasured_arms
-from loaderprof.units import fmt_bytes, fmt_ratio, fmt_seconds, plural
+from loaderprof.units import fmt_bounds, fmt_bytes, fmt_ratio, fmt_seconds, plural
 
 __all__ = [
     "ARM_LABEL",
@@ -152,7 +152,7 @@ def fmt_ratio_interval(r: Ratio | None) -> str:
         return f"{fmt_ratio(r.value)} (no CI)"
     if not r.informative:
         return f"{fmt_ratio(r.value)} (too wide)"
-    return f"{fmt_ratio(r.value)} [{fmt_ratio(r.ci_low)}–{fmt_ratio(r.ci_high)}]"
+    return f"{fmt_ratio(r.value)} {fmt_bounds(r.ci_low, r.ci_high, fmt_ratio)}"
 
 
 def fmt_delta_bytes(a: Stat | None, b: Stat | None) -> str:

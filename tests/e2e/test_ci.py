@@ -64,11 +64,9 @@ def gated(baseline: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Run
     out = {k: tmp_path / f"r.{k}" for k in ("json", "csv", "md", "xml")}
     run = run_cli(
         *SLOWER,
-        # Three memory trials a side: two that read the same idle USS to the page (the
-        # CUDA build's, once in a full run) have no spread, so no interval, and the
-        # idle-memory gate below was inconclusive, as it should be.
-        "--memory-trials",
-        "3",
+        # Two memory trials a side (the default). On the CUDA build they may read the
+        # same idle USS to the page (three did, in a full run): that figure's interval
+        # is then a page wide (NOTE [reading resolution]), and the gate still fails.
         "--baseline",
         str(baseline),
         "--gates",
@@ -108,10 +106,10 @@ def test_gated_run_with_every_export(baseline: Path, gated: tuple[Run, Path]) ->
     assert report["gate_status"] == "fail"
     assert report["baseline"]["path"] == str(baseline)
     frame = pd.read_csv(out["csv"])
-    # arms × (3 timing trials + 3 memory trials) × epochs
-    assert len(frame) == 2 * 6 * 3
+    # arms × (3 timing trials + 2 memory trials) × epochs
+    assert len(frame) == 2 * 5 * 3
     assert {"arm", "trial", "role", "epoch", "wall_s", "first_batch_s"} <= set(frame.columns)
-    assert sorted(frame["role"].value_counts().items()) == [("memory", 18), ("timing", 18)]
+    assert sorted(frame["role"].value_counts().items()) == [("memory", 12), ("timing", 18)]
     suite = ET.parse(out["xml"]).getroot()
     assert suite.get("tests") == "5" and suite.get("failures") == "1"
     md = out["md"].read_text()

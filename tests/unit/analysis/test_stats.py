@@ -14,6 +14,7 @@ from loaderprof.analysis.comparison import compare
 from loaderprof.analysis.summary import steady_walls, summarize_arm
 from loaderprof.analysis.verdict import settled
 from loaderprof.model.metrics import MetricValue, Ratio
+from loaderprof.units import MiB
 
 TRUE_RATIO = 0.8
 
@@ -156,3 +157,37 @@ def test_settled_is_the_interval_on_one_side_of_the_min_gain_line() -> None:
     assert settled(Ratio(0.5, 0.4, 0.6), 0.05)
     assert settled(Ratio(1.0, 0.97, 1.02), 0.05)
     assert not settled(Ratio(0.93, 0.9, 0.97), 0.05)
+
+
+def test_figures_that_agree_to_the_page_get_an_interval_one_page_wide() -> None:
+    # See NOTE [reading resolution]. Three memory trials that read the same idle USS.
+    page, held = 4096.0, 22.2 * MiB
+    m = stats.estimate_median([[held], [held], [held]], seed=0, resolution=page)
+    assert m is not None and m.has_interval and m.n == 3
+    half = stats._t_quantile(0.95, 2) * page / 3**0.5
+    assert (m.ci_low, m.ci_high) == pytest.approx((held - half, held + half))
+    # Memory never reads below zero: an arm that holds nothing has an interval from 0.
+    zero = stats.estimate_median([[0.0], [0.0]], seed=0, resolution=page)
+    assert zero is not None and zero.has_interval and zero.ci_low == 0.0 < zero.ci_high
+    # Times have no such step: equal figures have no interval (NOTE [earned intervals]),
+    # nor has a figure read once, whatever its step.
+    assert not stats.estimate_median([[0.2], [0.2]], seed=0).has_interval  # type: ignore[union-attr]
+    once = stats.estimate_median([[held]], seed=0, resolution=page)
+    assert once is not None and not once.has_interval
+
+
+def test_ratios_of_figures_that_agree_to_the_page_are_tested_on_a_page() -> None:
+    page, held = 4096.0, 40.0 * MiB
+    same = stats.estimate_ratio([[held], [held]], [[held], [held]], seed=0, resolution=page)
+    assert (
+        same is not None and same.ratio.has_interval and same.ratio.ci_low < 1 < same.ratio.ci_high
+    )
+    assert same.spread is not None and same.spread[0].source == "reading resolution"
+    # A 1 % larger footprint, read the same in every trial, is past a +0.5 % gate.
+    grown = stats.estimate_ratio(
+        [[1.01 * held], [1.01 * held]], [[held], [held]], seed=0, resolution=page
+    )
+    assert grown is not None and grown.ratio.ci_low > 1.005
+    # Without a step: no spread seen, no interval.
+    bare = stats.estimate_ratio([[held], [held]], [[held], [held]], seed=0)
+    assert bare is not None and not bare.ratio.has_interval

@@ -76,16 +76,25 @@ def test_api_compare_measures_the_known_saving() -> None:
 
 def test_api_applies_the_config_files_gates(tmp_path: Path) -> None:
     config = tmp_path / "lp.toml"
-    config.write_text(
+    gates = (
         f'dataset = "{DATASET}"\nepochs = 5\n[gates]\nsteady_epoch_ratio = "<=0.9"\n'
-        '"persistent.idle_workers_uss" = "<=1MiB"\n'
+        '"persistent.worker_startup_s" = "<=1ms"\n'
     )
+    config.write_text(gates + '"persistent.idle_workers_uss" = "<=1MiB"\n')
     report = loaderprof.compare(None, config=str(config), runner=FakeRunner())
     by_gate = {g.metric: g.status for g in report.gates}
-    # The fake's memory readings never differ: no spread, so the idle-memory gate past
-    # its limit is inconclusive, and fails the run only under strict.
-    assert by_gate == {"steady_epoch_ratio": "pass", "persistent.idle_workers_uss": "inconclusive"}
-    assert report.gate_status == "pass"
+    # The fake's figures never differ. Memory is read in pages: figures that agree to
+    # the page have an interval a page wide (NOTE [reading resolution]), and 80 MiB
+    # held fails <= 1 MiB. Times are not: equal start-ups have no interval, and that
+    # gate past its limit is inconclusive, failing the run only under strict.
+    assert by_gate == {
+        "steady_epoch_ratio": "pass",
+        "persistent.worker_startup_s": "inconclusive",
+        "persistent.idle_workers_uss": "fail",
+    }
+    assert report.gate_status == "fail"
+    config.write_text(gates)
+    assert loaderprof.compare(None, config=str(config), runner=FakeRunner()).gate_status == "pass"
     strict = loaderprof.compare(None, config=str(config), runner=FakeRunner(), strict=True)
     assert strict.gate_status == "fail"
 
@@ -124,13 +133,13 @@ def test_sweep_warns_of_noisy_points_and_a_busy_machine(monkeypatch: pytest.Monk
 
     cfg = RunConfig(dataset=DATASET, trials=2, epochs=4)
     grid = SweepGrid.from_options({"num_workers": [2], "persistent": [True, False]})
+    # What a runner reads whose other tenants left it alone, then took both cores: the
+    # machine cannot be made idle or busy for a unit test.
+    env = sweep_mod.environment({}) | {"cpus_usable": 2, "cpu_count": 2, "load_average": None}
+    monkeypatch.setattr(sweep_mod, "environment", lambda imported: env)
+    monkeypatch.setattr(sweep_mod.contention, "other_cores", lambda start, end: 0.0)
     quiet = run_sweep(cfg, grid, runner=FakeRunner(jitter=0.0))
     assert not any("noisy" in w or "busy" in w for w in quiet.warnings)
-    # What a runner whose other tenants took both cores reads: the machine cannot be
-    # made busy for a unit test without making it slow.
-    env = sweep_mod.environment({})
-    busy_env = env | {"cpus_usable": 2, "cpu_count": 2}
-    monkeypatch.setattr(sweep_mod, "environment", lambda imported: busy_env)
     monkeypatch.setattr(sweep_mod.contention, "other_cores", lambda start, end: 1.6)
     noisy = run_sweep(cfg, grid, runner=FakeRunner(jitter=0.5))
     assert any(
