@@ -190,7 +190,8 @@ def report_metrics(report: Report, seed: int = 0) -> dict[str, MetricValue]:
             out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)
     for arm_name, arm in report.arms.items():
         for metric, groups in arm_groups(arm.trials).items():
-            est = estimate_median(groups, seed=seed, resolution=reading_resolution(metric))
+            step = reading_resolution(metric, report.environment)
+            est = estimate_median(groups, seed=seed, resolution=step)
             if est is not None:
                 out[f"{arm_name}.{metric}"] = est
     if report.distributed is not None and report.distributed.nodes:
@@ -261,7 +262,11 @@ def _arm_estimates(new: Report, old: Report, seed: int) -> dict[str, tuple[Estim
         b = arm_groups(old.arms[arm_name].trials)
         for metric, groups in a.items():
             base = b.get(metric, [])
-            est = estimate_ratio(groups, base, seed=seed, resolution=reading_resolution(metric))
+            step = max(
+                reading_resolution(metric, new.environment),
+                reading_resolution(metric, old.environment),
+            )
+            est = estimate_ratio(groups, base, seed=seed, resolution=step)
             if est is not None:
                 out[f"{arm_name}.{metric}"] = (
                     est,

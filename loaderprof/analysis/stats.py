@@ -218,18 +218,23 @@ def _spread(
 # NOTE [reading resolution]: /proc counts memory in pages, so trial figures of a
 # deterministic footprint (a persistent worker's idle USS on the CUDA build, read the
 # same to the page in three memory trials) can agree exactly. That is no spread seen
-# at the step they are read in, not no spread at all: such figures get an interval as
-# though their spread were one whole step (wider than the step's own rounding error,
-# sqrt(1/12) of it), so a 22 MiB idle pool can fail a gate at 1 MiB, and a figure a
-# page off its limit stays inconclusive. Times are read in nanoseconds and never agree.
+# at the step they are read in, not no spread at all. A memory figure's spread is
+# taken as at least one whole step (wider than the step's own rounding error, sqrt(1/12)
+# of it), whether its trials agree or differ by a page: so a 22 MiB idle pool can fail
+# a gate at 1 MiB, a figure a few pages off its limit stays inconclusive, and figures
+# that agree never get a narrower interval than figures a page apart. The step is the
+# page size of the machine that measured (`environment.page_bytes`). Times are read in
+# nanoseconds and never agree: their rule stays NOTE [earned intervals].
 def _resolved(
     spread: ArmSpread | None, figures: Sequence[float], resolution: float
 ) -> ArmSpread | None:
-    """`spread`, or one step of `resolution` (on the log scale) where the figures
-    agree exactly (NOTE [reading resolution])."""
-    if spread is None or spread.var > 0 or resolution <= 0:
+    """`spread`, or one step of `resolution` on the log scale where it is less
+    (NOTE [reading resolution])."""
+    if spread is None or resolution <= 0:
         return spread
     step = resolution / float(np.median(figures))
+    if spread.var >= step * step:
+        return spread
     return ArmSpread(step * step, spread.df, "reading resolution")
 
 
@@ -325,15 +330,11 @@ def estimate_median(
         return None
     med = float(np.median(pooled))
     figures = unit_figures(groups)
-    units = figures if len(figures) >= 2 else pooled
-    if len(units) >= 2 and len(set(units)) == 1 and resolution > 0:
-        # The units agree exactly: see NOTE [reading resolution].
-        half = _t_quantile(confidence, len(units) - 1) * resolution / math.sqrt(len(units))
-        # Memory is never below zero.
-        low = max(0.0, med - half) if med >= 0 else med - half
-        return MetricValue(med, low, med + half, len(units))
+    stepped = resolution > 0 and len(figures) >= 2
     # Read once, or no spread at all: a value, not an interval (NOTE [earned intervals]).
-    if len(pooled) == 1 or len(set(units)) == 1:
+    if len(pooled) == 1 or (
+        len(set(figures if len(figures) >= 2 else pooled)) == 1 and not stepped
+    ):
         return MetricValue(med, med, med, len(figures) or 1, has_interval=False)
     if len(figures) < 2:
         est = bootstrap_median(pooled, seed, confidence)
@@ -343,9 +344,16 @@ def estimate_median(
     q = _t_quantile(confidence, x.size - 1)
     if x.min() > 0:
         half = q * float(np.log(x).std(ddof=1)) / math.sqrt(x.size)
-        return MetricValue(med, med * math.exp(-half), med * math.exp(half), x.size)
-    half = q * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return MetricValue(med, med - half, med + half, x.size)
+        low, high = med * math.exp(-half), med * math.exp(half)
+    else:
+        half = q * float(x.std(ddof=1)) / math.sqrt(x.size)
+        low, high = med - half, med + half
+    if stepped:
+        # A spread of one step at least (see NOTE [reading resolution]); memory is
+        # never below zero.
+        step = q * resolution / math.sqrt(x.size)
+        low, high = min(low, max(0.0, med - step)), max(high, med + step)
+    return MetricValue(med, low, high, x.size)
 
 
 def bootstrap_ratio(

@@ -8,7 +8,8 @@ trial, NOTE [trial is the unit]) feed the comparison and the gates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from loaderprof.inside.procfs import PAGE
 from loaderprof.measure import readings
@@ -199,7 +200,7 @@ def workers_reused(trials: Sequence[TrialResult]) -> bool | None:
     )
 
 
-def noise_warnings(name: str, s: ArmSummary) -> list[str]:
+def noise_warnings(name: str, s: ArmSummary, tightens: str = "the comparison") -> list[str]:
     """The arm named as every table names it ("non-persistent", not its key)."""
     name = ARM_LABEL.get(name, name)
     out = []
@@ -207,7 +208,7 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
         if stat is not None and stat.n >= 3 and stat.rel_iqr > NOISY_REL_IQR:
             out.append(
                 f"{name}: {label} times are noisy (IQR {stat.rel_iqr * 100:.0f} % of the median, "
-                f"n={stat.n}); more --epochs or --trials would tighten the comparison"
+                f"n={stat.n}); more --epochs or --trials would tighten {tightens}"
             )
     return out
 
@@ -216,10 +217,13 @@ def noise_warnings(name: str, s: ArmSummary) -> list[str]:
 MEMORY_METRICS = ("peak_worker_uss", "peak_total_pss", "idle_workers_uss", "peak_main_pss")
 
 
-def reading_resolution(metric: str) -> float:
+def reading_resolution(metric: str, environment: Mapping[str, Any] | None = None) -> float:
     """The step an `arm_groups` metric is read in, where it is coarse enough for trial
-    figures to agree exactly (NOTE [reading resolution]); 0 where it is not."""
-    return float(PAGE) if metric in MEMORY_METRICS else 0.0
+    figures to agree exactly (NOTE [reading resolution]): the measuring machine's page
+    (this one's for a report that predates `page_bytes`); 0 where it is not."""
+    if metric not in MEMORY_METRICS:
+        return 0.0
+    return float((environment or {}).get("page_bytes") or PAGE)
 
 
 def arm_groups(trials: Sequence[TrialResult]) -> dict[str, Groups]:

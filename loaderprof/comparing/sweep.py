@@ -343,7 +343,7 @@ def _sweep_report(
         recommendation=recommend(summarized, budget),
         complete=outcome.interrupted is None and not errors,
         warnings=tuple(f"{p.label}: {p.error}" for p in summarized if p.error)
-        + tuple(w for p in summarized for w in noise_warnings(p.label, p.summary))
+        + tuple(w for p in summarized for w in noise_warnings(p.label, p.summary, "the ranking"))
         + ((busy,) if busy else ()),
         created=created_now(),
         wall_s=wall_s,

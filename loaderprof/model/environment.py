@@ -133,6 +133,8 @@ def environment(imported: Mapping[str, Any] | None) -> dict[str, Any]:
         "start_method": (imported or {}).get("start_method"),
         "accelerator": (imported or {}).get("accelerator"),
         "executable": sys.executable,
+        # The step /proc counts memory in (see NOTE [reading resolution]).
+        "page_bytes": os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else None,
     }
 
 

@@ -191,3 +191,23 @@ def test_ratios_of_figures_that_agree_to_the_page_are_tested_on_a_page() -> None
     # Without a step: no spread seen, no interval.
     bare = stats.estimate_ratio([[held], [held]], [[held], [held]], seed=0)
     assert bare is not None and not bare.ratio.has_interval
+    # Six figures whose logs' mean rounds to a variance of 1e-30, not 0, are alike too.
+    odd = 5001 * page
+    six = stats.estimate_ratio([[odd]] * 6, [[odd]] * 6, seed=0, resolution=page)
+    assert six is not None and six.ratio.has_interval and six.ratio.ci_low < 1
+
+
+def test_figures_a_page_apart_are_no_surer_than_figures_that_agree() -> None:
+    page, held = 4096.0, 40.0 * MiB
+    for a, b in (([held, held], [held, held + page]), ([held, held + page], [held, held])):
+        agree = stats.estimate_ratio(
+            [[v] for v in a[:1] * 2], [[v] for v in b[:1] * 2], seed=0, resolution=page
+        )
+        apart = stats.estimate_ratio([[v] for v in a], [[v] for v in b], seed=0, resolution=page)
+        assert agree is not None and apart is not None
+        width = math.log(apart.ratio.ci_high / apart.ratio.ci_low)
+        assert width >= math.log(agree.ratio.ci_high / agree.ratio.ci_low) * 0.999
+    one = stats.estimate_median([[held], [held]], seed=0, resolution=page)
+    two = stats.estimate_median([[held], [held + page]], seed=0, resolution=page)
+    assert one is not None and two is not None
+    assert two.ci_high - two.ci_low >= one.ci_high - one.ci_low
