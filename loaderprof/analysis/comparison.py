@@ -231,7 +231,9 @@ def command_metrics(report: CommandReport, seed: int = 0) -> dict[str, MetricVal
         level = s.confidence
         out["steady_epoch_ratio"] = MetricValue(r.value, r.ci_low, r.ci_high, n, trial, level)
         if s.low_s is not None and s.high_s is not None:
-            out["saved_s_per_epoch"] = MetricValue(s.saved_s, s.low_s, s.high_s, n, True, level)
+            out["saved_s_per_epoch"] = MetricValue(
+                s.saved_s, s.low_s, s.high_s, n, True, level, signed=True
+            )
         else:
             v = s.saved_s
             out["saved_s_per_epoch"] = MetricValue(v, v, v, n, has_interval=False)

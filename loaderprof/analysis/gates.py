@@ -37,7 +37,7 @@ from loaderprof.analysis.summary import MEMORY_METRICS
 from loaderprof.checks.catalogue import ATTACH_FINDING_IDS, FINDING_IDS, WATCH_FINDING_IDS
 from loaderprof.errors import UsageError
 from loaderprof.model.command import CommandReport
-from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue, informative_interval
+from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, MetricValue
 from loaderprof.model.results import GateResult, GateStatus, Report
 from loaderprof.units import fmt_bounds, fmt_bytes, fmt_seconds, parse_size
 
@@ -286,11 +286,13 @@ def format_value(metric: str, v: float, mode: str = "abs") -> str:
     return _fmt(metric_kind(metric), v, mode)
 
 
-def _bracket(kind: Kind, mode: str, value: float, low: float, high: float, earned: bool) -> str:
+def _bracket(
+    kind: Kind, mode: str, low: float, high: float, earned: bool, informative: bool
+) -> str:
     """See NOTE [earned intervals]. "[low–high]" only where it was earned and means something."""
     if not earned:
         return "(no CI)"
-    if not informative_interval(value, low, high, earned):
+    if not informative:
         return "(too wide)"
 
     def shown(v: float) -> str:
@@ -313,7 +315,7 @@ def format_result(g: GateResult) -> tuple[str, str]:
         shown = "–"
     else:
         kind = metric_kind(g.metric)
-        ci = _bracket(kind, g.mode, g.value, g.ci_low, g.ci_high, g.has_interval)
+        ci = _bracket(kind, g.mode, g.ci_low, g.ci_high, g.has_interval, g.informative)
         level = _level(g.confidence, g.has_interval and g.informative)
         shown = f"{format_value(g.metric, g.value, g.mode)} {ci}{level}"
     if g.mode == "rel":
@@ -373,7 +375,9 @@ def judge(
         status = "inconclusive"
     kind = gate.kind
     shown = _fmt(kind, value.value, gate.mode)
-    ci = _bracket(kind, gate.mode, value.value, value.ci_low, value.ci_high, value.has_interval)
+    ci = _bracket(
+        kind, gate.mode, value.ci_low, value.ci_high, value.has_interval, value.informative
+    )
     ci += _level(value.confidence, value.has_interval and value.informative)
     target = (
         f"{gate.op} {gate.limit:.3f} × baseline"

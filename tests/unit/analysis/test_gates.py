@@ -109,6 +109,20 @@ def test_judge_lower_limit_uses_the_upper_end() -> None:
     assert judge(g, MetricValue(1200, 800, 1300, 8)).status == "pass"
 
 
+def test_a_saving_is_judged_by_its_interval_not_its_ends_ratio() -> None:
+    # A saving's interval comes from an informative ratio's: 5–240 ms around 118 ms is
+    # as earned as −50–300 ms, and the narrower one, wholly under 1 s, fails >= 1 s.
+    g = parse_gate("saved_s_per_epoch:>=1s")
+    narrow = judge(g, MetricValue(0.118, 0.005, 0.240, 4, signed=True))
+    wide = judge(g, MetricValue(0.118, -0.05, 0.300, 4, signed=True))
+    assert (narrow.status, wide.status) == ("fail", "fail")
+    assert "too wide" not in format_result(narrow)[0]
+    assert judge(g, MetricValue(0.118, -0.5, 3.0, 4, signed=True)).status == "inconclusive"
+    # A positive figure (a time) 24× either way of its value says nothing.
+    time = judge(parse_gate("persistent.steady_epoch_s:>=1s"), MetricValue(0.118, 0.005, 0.240, 4))
+    assert time.status == "inconclusive" and "too wide" in format_result(time)[0]
+
+
 def test_missing_metric_is_skipped_and_strict_fails_inconclusive() -> None:
     g = parse_gate("steady_epoch_ratio:<=0.95")
     skipped = judge(g, None)
