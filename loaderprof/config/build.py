@@ -392,7 +392,7 @@ def validate(cfg: RunConfig) -> None:
         raise UsageError(f"--trials must be ≥ 1 (or 'auto'), got {cfg.trials}")
     if cfg.max_trials < 1:
         raise UsageError(f"--max-trials must be ≥ 1, got {cfg.max_trials}")
-    if cfg.memory_trials < 1:
+    if cfg.memory_trials is not None and cfg.memory_trials < 1:
         raise UsageError(f"--memory-trials must be ≥ 1, got {cfg.memory_trials}")
     if cfg.warmup_trials < 0:
         raise UsageError(f"--warmup-trials must be ≥ 0, got {cfg.warmup_trials}")

@@ -198,7 +198,8 @@ class RunOptions:
     )
     memory_trials: int | None = _measured(
         "--memory-trials N",
-        "Memory trials per arm (sampled deeply, not timed), run first (default: 2).",
+        "Memory trials per arm (sampled deeply, not timed), run first (default: 2; "
+        "none in check's one-trial plan unless given).",
     )
     warmup_trials: int | None = _measured(
         "--warmup-trials N", "Trials per arm run first, not counted (default: 0)."

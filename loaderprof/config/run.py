@@ -82,6 +82,10 @@ class LoaderOptions:
     loader_args: Mapping[str, Any] = field(default_factory=dict)
 
 
+# See NOTE [timing and memory trials]. Two give each memory figure a spread of its own.
+DEFAULT_MEMORY_TRIALS = 2
+
+
 @dataclass(frozen=True)
 class RunConfig:
     dataset: str
@@ -97,8 +101,9 @@ class RunConfig:
     # See NOTE [timing and memory trials]. Memory trials per arm, sampled deeply and not
     # timed. Two give each memory figure a spread of its own (NOTE [earned
     # intervals]) and the timing figures' spread a second source (NOTE [spread of an
-    # arm]).
-    memory_trials: int = 2
+    # arm]). None: DEFAULT_MEMORY_TRIALS where the plan has room for more than one
+    # trial per arm, none in `check`'s one-trial plan; a number given runs in any plan.
+    memory_trials: int | None = None
     seed: int = 0
     # Simulated per-batch training step in the main process (sleep: the
     # accelerator computes while the CPU is free for the workers).
@@ -187,10 +192,16 @@ class RunConfig:
     @property
     def memory_pairs(self) -> int:
         """See NOTE [timing and memory trials]. How many memory trials (sampled deeply, not
-        timed) each arm runs beside its timing trials: `memory_trials` when sampling is
-        on and the plan has room for more than one trial per arm, else none."""
-        on = self.sample_interval_ms > 0 and (self.adaptive or self.fixed_trials >= 2)
-        return self.memory_trials if on else 0
+        timed) each arm runs beside its timing trials, where sampling is on:
+        `memory_trials` as given; by default DEFAULT_MEMORY_TRIALS where the plan has
+        room for more than one trial per arm, else none (`check` reads memory from its
+        one trial unless asked for more)."""
+        if self.sample_interval_ms <= 0:
+            return 0
+        if self.memory_trials is not None:
+            return self.memory_trials
+        roomy = self.adaptive or self.fixed_trials >= 2
+        return DEFAULT_MEMORY_TRIALS if roomy else 0
 
     @property
     def planned_trials(self) -> int:

@@ -107,6 +107,19 @@ def test_api_check_is_compare_with_every_check_on() -> None:
     # Flags still win over the preset.
     report = loaderprof.check(DATASET, epochs=3, trials=2, runner=FakeRunner())
     assert report.config.trials == 2
+    # Memory trials asked for run in check's one-trial plan too (they were dropped,
+    # and its memory gate told the user to ask for them): a memory gate has an interval.
+    runner = FakeRunner()
+    asked = loaderprof.check(
+        DATASET,
+        epochs=3,
+        memory_trials=2,
+        runner=runner,
+        gates=["persistent.idle_workers_uss:<=1MiB"],
+    )
+    roles = [slot.role for _, slot in runner.calls]
+    assert roles == ["memory"] * 4 + ["timing"] * 2
+    assert asked.gates[0].has_interval and asked.gates[0].status == "fail"
 
 
 def test_api_rejects_an_unknown_option_with_a_hint() -> None:
