@@ -407,8 +407,8 @@ def check_serial_startup(report: Report) -> list[Finding]:
                 "cold_epochs": len(staggers),
             },
             fix="under spawn/forkserver each worker's pickled Dataset goes through its pipe "
-            "before the next worker starts: make the pickle small (see large-pickle), use "
-            "fork, or persistent_workers=True so it happens once, not every epoch "
+            "before the next worker starts: make the pickle small, use fork, or "
+            "persistent_workers=True so it happens once, not every epoch "
             "(PyTorch issues #139792, #131931)",
         )
     ]

@@ -280,14 +280,19 @@ def brief_lifelines(report: Report) -> Text:
     return text
 
 
-def brief_findings(findings: Sequence[Finding]) -> Text:
-    body = Text()
+def brief_findings(findings: Sequence[Finding]) -> RenderableType:
+    """Each finding's title and fix in a grid, so that a line that wraps hangs under
+    its own text rather than at the screen's edge."""
+    grid = Table.grid()
+    grid.add_column(width=8, no_wrap=True)
+    grid.add_column()
     for f in findings:
-        body.append(f"{f.severity.upper():<8}", style=_SEVERITY_STYLE[f.severity])
-        body.append(f"{f.title}  [{f.id}]\n")
-        body.append(f"        fix: {f.fix}\n", style="dim")
-    body.append("(-v or the JSON: each finding's evidence)", style="dim")
-    return body
+        grid.add_row(
+            Text(f.severity.upper(), style=_SEVERITY_STYLE[f.severity]),
+            Text(f"{f.title}  [{f.id}]"),
+        )
+        grid.add_row("", Text(f"fix: {f.fix}", style="dim"))
+    return Group(grid, Text("(-v or the JSON: each finding's evidence)", style="dim"))
 
 
 def print_report(report: Report, console: Console, *, verbose: bool = False) -> None:

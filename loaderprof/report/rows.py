@@ -288,7 +288,7 @@ def summary_rows(report: Report) -> list[SummaryRow]:
         # where an arm ran no timed trial (an interrupted run), to read "not measured"
         # as the other timed rows do rather than vanish from the table.
         *(
-            [_row("1st item extra / worker", *extra, "time")]
+            [_row("1st item extra", *extra, "time")]
             if any(extra := (first_item_extra(p_arm), first_item_extra(n_arm)))
             or unmeasured_arms(report)
             else []
