@@ -14,10 +14,12 @@ import textwrap
 from typing import Any
 
 # The spaces no line may break at: between a digit and a unit of the screen, in
-# "95 % CI 0.52–0.75", and after a "·" (so a separator starts a line, never ends one).
+# "95 % CI 0.52–0.75" and "trials per arm" (a unit too), and after a "·" (so a
+# separator starts a line, never ends one).
 _KEPT = re.compile(
     r"(?<=\d)[ \u00a0](?=(?:ms|µs|ns|s|KiB|MiB|GiB|TiB|B|%|k/s)(?![\w/]))"
     r"|(?<=%) (?=CI\b)|(?<=\bCI) (?=\d)"
+    r"|(?<=\btrial) (?=per arm\b)|(?<=\btrials) (?=per arm\b)|(?<=\bper) (?=arm\b)"
     r"|(?<=·) "
 )
 _NBSP = "\u00a0"
