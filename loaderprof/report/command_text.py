@@ -10,7 +10,7 @@ from loaderprof.model.command import CommandReport, CommandTrial
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Stat
 from loaderprof.model.results import Finding, GateResult
 from loaderprof.report.datawait import COMPARE_HEAD, arm_wait_rows
-from loaderprof.report.rows import plan_summary
+from loaderprof.report.rows import gates_caption, plan_summary
 from loaderprof.report.wrap import wrap_text
 
 _ARM = {"persistent": "persistent", "non_persistent": "non-persistent"}
@@ -244,12 +244,6 @@ def _baseline(r: CommandReport, width: int) -> list[str]:
     return out
 
 
-_CAPTION = (
-    "fail: the whole interval is past the limit · inconclusive: the median is past it "
-    "but the interval straddles it (fails only with --strict)"
-)
-
-
 def _gate_row(g: GateResult) -> tuple[str, str, str | None]:
     """(gate, value [CI], the line under it) of one gate; a relative gate's value is
     new ÷ baseline, a finding gate's the warnings the persistent arm showed."""
@@ -292,7 +286,7 @@ def _gates(r: CommandReport, width: int) -> str:
             out += [_fit(f"{status:<{sw}}{name}", width), " " * (sw + 2) + value]
         if note:
             out += _hang(" " * (sw + 2), note, sw + 2, cap)
-    caption = ("intervals at 95 % unless the row names its level · " if looked else "") + _CAPTION
+    caption = gates_caption(r.gates)
     if any(g.metric.startswith(FINDING) for g in r.gates):
         caption += " · finding:ID counts the persistent arm's warnings of that id"
     out += wrap_text(caption, cap)

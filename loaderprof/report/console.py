@@ -25,6 +25,7 @@ from loaderprof.report.rows import (
     evidence_items,
     fmt_ratio_interval,
     fmt_stat,
+    gates_caption,
     interval_text,
     loader_text,
     plan_text,
@@ -331,11 +332,7 @@ def gates_table(report: Report | CommandReport) -> RenderableType:
             shown,
         ]
         t.add_row(*cells, *([limit if g.mode == "rel" else ""] if relative else []))
-    t.caption = (
-        ("intervals at 95 % unless the row names its level · " if looked else "")
-        + "fail: the whole interval is past the limit · inconclusive: the median is past "
-        "it but the interval straddles it (fails only with --strict)"
-    )
+    t.caption = gates_caption(report.gates)
     t.caption_justify = "left"
     return Group(Text(f"Gates: {(report.gate_status or '').upper()}"), t)
 

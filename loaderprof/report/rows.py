@@ -6,12 +6,12 @@ the formatting of a figure with its spread live only here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from loaderprof.model.metrics import UNINFORMATIVE_FACTOR, Ratio, Stat
-from loaderprof.model.results import ARM_LABEL, ArmResult, PlanOutcome, Report
+from loaderprof.model.results import ARM_LABEL, ArmResult, GateResult, PlanOutcome, Report
 from loaderprof.model.watch import WatchedLoader, whole_epochs
 from loaderprof.report.partial import plan_words, unmeasured_arms
 from loaderprof.units import fmt_bounds, fmt_bytes, fmt_ratio, fmt_seconds, plural
@@ -326,3 +326,28 @@ def epoch_count(ld: WatchedLoader) -> str:
     short = len(ld.epochs) - whole - cut
     extra = [f"+{n} {what}" for n, what in ((short, "short"), (cut, "cut")) if n]
     return f"{whole} ({', '.join(extra)})" if extra else str(whole)
+
+
+# Why a gate past its limit is inconclusive, in the caption's words.
+_STRADDLES = "the interval straddles it"
+_NO_INTERVAL = "it has no interval, read once or without spread"
+_TOO_WIDE = "its interval is too wide to say"
+
+
+def _why_inconclusive(g: GateResult) -> str:
+    if not g.has_interval:
+        return _NO_INTERVAL
+    return _STRADDLES if g.informative else _TOO_WIDE
+
+
+def gates_caption(gates: Sequence[GateResult]) -> str:
+    """The legend under a gates table, its "inconclusive" in the words of the gates it
+    explains: no interval and one too wide are reasons of their own, not a straddle."""
+    looked = any(g.confidence != 0.95 and g.has_interval and g.informative for g in gates)
+    seen = {_why_inconclusive(g) for g in gates if g.status == "inconclusive"}
+    told = [w for w in (_STRADDLES, _NO_INTERVAL, _TOO_WIDE) if w in seen] or [_STRADDLES]
+    return (
+        ("intervals at 95 % unless the row names its level · " if looked else "")
+        + "fail: the whole interval is past the limit · inconclusive: the median is past "
+        f"it but {' or '.join(told)} (fails only with --strict)"
+    )
