@@ -84,9 +84,9 @@ def _plan(values: dict[str, Any]) -> Any:
     trials = values.get("trials")
     if isinstance(trials, str):
         text = trials.strip().lower()
-        if text != AUTO and not text.isdigit():
+        if text != AUTO and not text.isdecimal():
             raise UsageError(f"--trials {trials!r}: a number of trials per arm, or auto")
-        trials = int(text) if text.isdigit() else AUTO
+        trials = int(text) if text.isdecimal() else AUTO
     epochs, cap = values.get("epochs"), values.get("max_trials")
     gates = tuple(api.load_gates(values.get("fail_on"), values.get("gates"), None, command=True))
     path = values.get("baseline")

@@ -174,7 +174,7 @@ def _check_type(key: str, value: Any, source: str) -> Any:
         text = str(value).strip().lower() if isinstance(value, str) else None
         if text == AUTO:
             return AUTO
-        if text is not None and text.lstrip("-").isdigit():
+        if text is not None and text.lstrip("-").isdecimal():
             return int(text)
         if isinstance(value, bool) or not isinstance(value, int):
             if source == "the command line":
@@ -198,7 +198,7 @@ def _check_type(key: str, value: Any, source: str) -> Any:
             text = value.strip().lower()
             if text == "none":
                 return None
-            if text.lstrip("-").isdigit():
+            if text.lstrip("-").isdecimal():
                 return int(text)
             if source == "the command line":
                 raise UsageError(f"--batch-size must be an integer or 'none', got {value!r}")

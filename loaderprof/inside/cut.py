@@ -31,7 +31,7 @@ _own_len = contextvars.ContextVar("lp_own_len", default=False)
 def cut_after(loader: Any) -> None:
     """Cut `loader` (one the arm switches) after --max-batches batches, if asked."""
     cut = os.environ.get(ENV_MAX_BATCHES, "")
-    if not (cut.isdigit() and int(cut) > 0):
+    if not (cut.isdecimal() and int(cut) > 0):
         return
     object.__setattr__(loader, "_lp_cut", int(cut))
     owner = next((k for k in type(loader).__mro__ if "__len__" in k.__dict__), None)

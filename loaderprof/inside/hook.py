@@ -370,7 +370,7 @@ def _register(loader: Any, path: str) -> None:
         Ev.LOADER_REBUILT if origin else Ev.LOADER_CREATED,
         loader=lid,
         site=site,
-        rank=int(rank) if rank and rank.isdigit() else None,
+        rank=int(rank) if rank and rank.isdecimal() else None,
         persistent_asked=asked,
         # What the user sets persistence with, where not the DataLoader's own flag.
         setting=TRAINER_SETTING if build is not None else None,

@@ -59,7 +59,7 @@ def group_members(pgid: int) -> list[int]:
     """Live processes of process group `pgid` (zombies hold no memory: left out)."""
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdecimal():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:

@@ -52,7 +52,7 @@ def _cgroup_memory_limit() -> int | None:
                 raw = f.read().strip()
         except OSError:
             continue
-        if raw.isdigit() and int(raw) < 1 << 60:
+        if raw.isdecimal() and int(raw) < 1 << 60:
             return int(raw)
         return None
     return None
