@@ -198,8 +198,7 @@ class RunOptions:
     )
     memory_trials: int | None = _measured(
         "--memory-trials N",
-        "Memory trials per arm (sampled deeply, not timed), run first (default: 2; "
-        "none in check's one-trial plan unless given).",
+        "Memory trials per arm (sampled deeply, not timed), run first (default: 2; check: 0).",
     )
     warmup_trials: int | None = _measured(
         "--warmup-trials N", "Trials per arm run first, not counted (default: 0)."
