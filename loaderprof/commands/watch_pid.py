@@ -35,7 +35,8 @@ def _refuse(values: dict[str, Any]) -> None:
 def run(values: dict[str, Any]) -> int:
     from loaderprof.report.attach_console import render
     from loaderprof.watching.attach import open_job
-    from loaderprof.watching.attach_report import attach
+    from loaderprof.watching.attach_report import attach, check_duration
+    from loaderprof.watching.pools import runs_python
     from loaderprof.watching.session import check_intervals
 
     INTERRUPTS.install()
@@ -50,13 +51,23 @@ def run(values: dict[str, Any]) -> int:
     out_opts = fill(OutputOptions, {k: values[k] for k in ("json", "markdown", "trace")})
     # Every path is checked before the watch starts, by the registry that writes it.
     outputs = Outputs("attach", out_opts)
-    job = shlex.join(open_job(opts.pid).cmdline())
+    check_duration(opts.duration)
+    proc = open_job(opts.pid)
+    job = shlex.join(proc.cmdline())
     until = f"for {fmt_seconds(opts.duration)}" if opts.duration else "until it exits"
     if not values["quiet"]:
         say(
             f"loaderprof watch: watching pid {opts.pid} ({job}) from outside {until}; Ctrl-C "
             "ends the watch, not the job",
             "dim",
+        )
+    if not runs_python(proc.cmdline(), _exe(proc)):
+        # A launcher (a shell script, torchrun's agent) may start the training later:
+        # watched, not refused, but said at once rather than after a watch of nothing.
+        say(
+            f"loaderprof watch: warning: pid {opts.pid} is not a Python process: DataLoader "
+            "workers are looked for among the Python processes it starts",
+            "yellow",
         )
     report = attach(
         opts.pid,
@@ -80,3 +91,12 @@ def run(values: dict[str, Any]) -> int:
         )
         return late
     return findings_hit(gates, (f.id for f in report.findings)) or saved_code(saved)
+
+
+def _exe(proc: Any) -> str:
+    import psutil
+
+    try:
+        return str(proc.exe())
+    except psutil.Error:  # a process gone or not ours: its command line decides
+        return ""

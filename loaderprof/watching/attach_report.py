@@ -140,6 +140,11 @@ def build_attach_report(obs: Observer, interrupted: bool) -> AttachReport:
     )
 
 
+def check_duration(duration_s: float | None) -> None:
+    if duration_s is not None and not duration_s > 0:
+        raise UsageError(f"--duration {duration_s:g}: use seconds > 0")
+
+
 def attach(
     pid: int,
     *,
@@ -152,8 +157,7 @@ def attach(
     what was seen. Nothing is loaded into the job, nothing signals it."""
     if interval_s <= 0:
         raise UsageError(f"--interval {interval_s:g}: use seconds > 0")
-    if duration_s is not None and duration_s <= 0:
-        raise UsageError(f"--duration {duration_s:g}: use seconds > 0")
+    check_duration(duration_s)
     obs = Observer(pid, interval_s, deep_interval_s)
     with Measuring() as span:
         obs.watch(duration_s)

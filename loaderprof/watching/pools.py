@@ -114,6 +114,12 @@ def _python(name: str) -> bool:
     return name.startswith("python") or name.startswith("pypy")
 
 
+def runs_python(cmdline: Sequence[str], exe: str) -> bool:
+    """Whether a process is a Python interpreter, by its command or its executable."""
+    head = os.path.basename(cmdline[0]) if cmdline else ""
+    return _python(head) or _python(os.path.basename(exe))
+
+
 # -- bounded series ----------------------------------------------------------------
 
 # NOTE [bounded series]: a watch of hours at 50 ms would keep hundreds of thousands of

@@ -99,7 +99,7 @@ def check_intervals(sample_ms: float | None, uss_ms: float | None) -> tuple[floa
     if sample_ms < _MIN_INTERVAL_MS:
         raise UsageError(
             f"--sample-interval {sample_ms:g} ms: use ≥ {_MIN_INTERVAL_MS:g} ms (each reading "
-            "goes through /proc for every process of the command)"
+            "goes through /proc for every process watched)"
         )
     if uss_ms < sample_ms:
         raise UsageError(

@@ -376,5 +376,26 @@ def test_a_bad_pid_is_one_line_and_exit_2(tmp_path: Path) -> None:
         "(finding:ID)"
     ]
 
+    # A bad --duration is refused before the banner says how long it will watch.
+    short = run_cli("watch", "--pid", str(os.getpid()), "--duration", "-1")
+    assert short.returncode == 2
+    assert "watching pid" not in short.stderr
+    assert short.error_lines() == ["loaderprof: error: --duration -1: use seconds > 0"]
+
+
+def test_a_job_that_is_not_python_is_watched_with_a_warning_said_at_once() -> None:
+    # A launcher may start the training later: watched, but the user hears at once
+    # that it is not Python (a watch of `sleep` read "no worker pool" only at its end).
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        run = run_cli("watch", "--pid", str(sleeper.pid), "--duration", "0.5", spare=[sleeper.pid])
+        assert run.returncode == 0, run.stderr
+        warning = f"pid {sleeper.pid} is not a Python process"
+        assert warning in run.stderr and "Traceback" not in run.stderr
+        assert run.stderr.index("watching pid") < run.stderr.index(warning)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
 
 _CAPTURE: dict[str, Any] = {"capture_output": True, "text": True, "check": True}
