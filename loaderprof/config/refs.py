@@ -82,9 +82,11 @@ class ObjectRef:
                     if os.path.isdir(p) and not p.startswith(own)
                 ]
                 where = ", ".join(user[:3]) + (f" (+{len(user) - 3} more)" if len(user) > 3 else "")
+                close = _close_modules(missing, user)
+                hint = f"did you mean {', '.join(map(repr, close))}? Or " if close else ""
                 raise UsageError(
                     f"module {self.module!r} not found in {where or 'sys.path'} or the "
-                    "installed packages; "
+                    f"installed packages; {hint}"
                     "run from the folder that holds it, or add that folder to PYTHONPATH",
                     detail=traceback.format_exc(),
                 ) from exc
@@ -118,6 +120,21 @@ class ObjectRef:
             obj = getattr(obj, part)
             walked.append(part)
         return obj
+
+
+def _close_modules(missing: str, folders: list[str]) -> list[str]:
+    """Modules close to a mistyped one: its package's, or at the top the user's own
+    folders' (not every installed name: 'trian' is not 'trace')."""
+    import pkgutil
+
+    parent, _, leaf = missing.rpartition(".")
+    try:
+        path = importlib.import_module(parent).__path__ if parent else folders
+    except (ImportError, AttributeError):  # no such parent, or not a package
+        return []
+    names = sorted({m.name for m in pkgutil.iter_modules(path)})
+    prefix = f"{parent}." if parent else ""
+    return [prefix + c for c in difflib.get_close_matches(leaf, names, n=3, cutoff=0.6)]
 
 
 def one_line(exc: BaseException) -> str:

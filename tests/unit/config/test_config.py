@@ -48,6 +48,23 @@ def test_resolve_errors() -> None:
         ObjectRef.parse("definitely_not_a_module_q:X").resolve()
     with pytest.raises(UsageError, match="did you mean 'CheapDataset'"):
         ObjectRef.parse("loaderprof.examples:CheapDatset").resolve()
+    # A mistyped module is told its package's close names, as an attribute is.
+    with pytest.raises(UsageError, match=r"did you mean 'loaderprof\.examples'\? Or run"):
+        ObjectRef.parse("loaderprof.exmaples:CheapDataset").resolve()
+
+
+def test_a_mistyped_top_module_is_told_the_users_own_close_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "train.py").write_text("X = 1\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UsageError) as err:
+        ObjectRef.parse("trian:X").resolve()
+    assert "did you mean 'train'? Or run from the folder" in str(err.value)
+    with pytest.raises(UsageError) as err:
+        ObjectRef.parse("zzqqxx:X").resolve()
+    assert "did you mean" not in str(err.value)
 
 
 def test_a_mistyped_name_is_never_pointed_at_an_imported_module(tmp_path: Path) -> None:
