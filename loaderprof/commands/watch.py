@@ -122,6 +122,14 @@ def run(values: dict[str, Any]) -> int:
     if late is not None:  # after the command ended: its report was written first
         say(interrupted_line(outputs, complete=True), "yellow")
         return late
+    if report.interrupted:
+        # Passed on to the command, whose own traceback may be all stderr shows else.
+        files = f"; written to {', '.join(outputs.written)}" if outputs.written else ""
+        say(
+            f"loaderprof: the signal was passed on to the command, which ended with status "
+            f"{report.exit_code}; the report covers what was seen until then{files}",
+            "yellow",
+        )
     if report.exit_code == 0 and findings_hit(gates, (f.id for f in report.findings)):
         return 1
     return report.exit_code or saved_code(saved)

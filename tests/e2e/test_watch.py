@@ -259,6 +259,8 @@ def test_sigint_reaches_torchrun_ranks_in_their_own_sessions(tmp_path: Path) -> 
     _, err = finish(proc, timeout=60)
     report = json.loads(out.read_text())
     assert report["interrupted"] is True and report["exit_code"] != 0, err
+    # loaderprof says so in a line of its own, after whatever the command printed.
+    assert "loaderprof: the signal was passed on to the command, which ended with status" in err
     # Each rank's hook named its loader 1; the report tells them apart.
     assert [
         (ld["id"], ld["rank"]) for ld in sorted(report["loaders"], key=lambda x: x["rank"])
