@@ -77,13 +77,13 @@ def _compare_action(on: WaitSplit, off: WaitSplit) -> str:
     )
     after = off.steady_s - on.steady_s
     if after > AFTER_CUT_SHARE * off.steady_s:
-        # A fresh pool is still starting after its first batch (its other workers' first
-        # items; under spawn, workers that start one after another): persistence cuts
-        # those waits too, and only what is left is the pool's pace.
+        # Likely a fresh pool still starting after its first batch (its other workers'
+        # first items; under spawn, workers that start one after another): not measured,
+        # so said as a likelihood. Persistence cut those waits; what is left is the pace.
         return (
             f"{before}, and the waits after it by {fmt_seconds(after)} "
-            f"({fmt_seconds(off.steady_s)} → {fmt_seconds(on.steady_s)}: a fresh pool is "
-            f"still starting after {firsts}); the {fmt_seconds(on.steady_s)} left are what "
+            f"({fmt_seconds(off.steady_s)} → {fmt_seconds(on.steady_s)}: a fresh pool may "
+            f"still be starting after {firsts}); the {fmt_seconds(on.steady_s)} left are what "
             "more workers or prefetch would shorten"
         )
     return (

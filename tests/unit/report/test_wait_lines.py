@@ -46,8 +46,8 @@ def test_compare_gives_each_arms_steady_epoch_and_what_persistence_cut() -> None
     )
     # The waits after it were cut too (500 → 250 ms): a fresh pool still starting.
     assert rows[""].endswith(
-        ", and the waits after it by 250.0 ms (500.0 ms → 250.0 ms: a fresh pool is still "
-        "starting after the 1st batch); the 250.0 ms left are what more workers or "
+        ", and the waits after it by 250.0 ms (500.0 ms → 250.0 ms: a fresh pool may still "
+        "be starting after the 1st batch); the 250.0 ms left are what more workers or "
         "prefetch would shorten"
     )
     assert "persistent, cold" not in rows
